@@ -1,7 +1,7 @@
 """A tree view following a session pi is writing: the levels anew after each turn, or what changed.
 
     python bench/bench_tree_follow.py [--session FILE] [--turns 20] [--filters default,no-tools]
-        [--branch-back N] [--work DIR]
+        [--branch-back N] [--branch-only] [--work DIR]
 
 Two sidecars (``pi-session serve``) each hold a copy of the session (by default the 105 MB one of
 ``/var/tmp/pi-session-bench``, read-only: the copies go to ``--work`` and are deleted after), each with
@@ -10,7 +10,10 @@ a tree view open on it per filter of ``--filters`` (two editors' views of one se
 ``levels`` down to the leaf, 50 rows each). Then a turn (a question, a tool call, its result, an
 answer) is appended to both copies, as pi appends, ``--turns`` times (with ``--branch-back N``, each
 below the entry ``N`` entries above the leaf: pi's ``/tree`` to an older entry, then a turn there,
-which moves the leaf's path); once each sidecar told the
+which moves the leaf's path; with ``--branch-only`` nothing is appended: each turn is a ``pi/branch``
+of both sidecars' session, to the entry ``N`` above the leaf the session opened with and back to that
+leaf in turn, as the user picks an older entry in the editor's tree view and back); once each
+sidecar told the
 append (``pi/didChange``), each of the baseline's views asks the ``levels`` down to the new leaf again
 (what the editors did before ``since``) and each of the other's asks them with ``since`` (the
 revision it holds), the views' requests interleaved; a ``{reload: true}`` answer is followed by the
@@ -94,6 +97,21 @@ def until_told(server: Server, last_id: str) -> None:
             return
 
 
+def append_turn(servers: list[Server], copies: list[Path], session: str, leaf: str, n: int, back: int) -> str:
+    """A turn appended to both copies below the entry ``back`` above ``leaf`` (of the first server's
+    ``session``), as pi appends it, once both sidecars told it; the new leaf."""
+    lines = turn_lines(ancestor(servers[0], session, leaf, back), n)
+    for copy in copies:
+        with copy.open("a", encoding="utf-8") as file:
+            for line in lines:
+                file.write(line + "\n")
+                file.flush()
+    new_leaf = str(json.loads(lines[-1])["id"])
+    for server in servers:
+        until_told(server, new_leaf)
+    return new_leaf
+
+
 def timed(server: Server, params: dict[str, Any]) -> tuple[Any, float, int]:
     started = time.perf_counter()
     reply = server.request("pi/getTree", params)
@@ -116,13 +134,14 @@ def follow(
 def report(
     name: str,
     turns: int,
+    what: str,
     filters: list[str],
     levels: list[int],
     anew: list[list[tuple[float, int]]],
     since: list[list[tuple[float, int]]],
     reloads: list[int],
 ) -> None:
-    print(f"{name}: {turns} turns of 4 entries; views {', '.join(filters)} interleaved")
+    print(f"{name}: {turns} {what}; views {', '.join(filters)} interleaved")
     print("| per turn | levels | reloads | reply bytes (median) | seconds (median) |")
     print("|---|---:|---:|---:|---:|")
     for at, mode in enumerate(filters):
@@ -146,8 +165,15 @@ def main() -> int:
     parser.add_argument(
         "--branch-back", type=int, default=0, help="each turn below the entry this many above the leaf"
     )
+    parser.add_argument(
+        "--branch-only",
+        action="store_true",
+        help="each turn a pi/branch (nothing appended): up --branch-back entries, then back, in turn",
+    )
     parser.add_argument("--work", type=Path, default=Path("/var/tmp/livetree"))
     args = parser.parse_args()
+    if args.branch_only and args.branch_back < 1:
+        parser.error("--branch-only moves the leaf --branch-back entries up: give one of 1 or more")
     filters = [mode for mode in args.filters.split(",") if mode]
     args.work.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="tree-follow-", dir=args.work))
@@ -172,17 +198,14 @@ def main() -> int:
         anew: list[list[tuple[float, int]]] = [[] for _ in filters]
         since: list[list[tuple[float, int]]] = [[] for _ in filters]
         reloads = [0 for _ in filters]
+        moves = (leaf, ancestor(servers[0], views[0][0]["session"], leaf, args.branch_back))
         for n in range(args.turns):
-            below = ancestor(servers[0], views[0][0]["session"], leaf, args.branch_back)
-            lines = turn_lines(below, n)
-            leaf = json.loads(lines[-1])["id"]
-            for copy in copies:
-                with copy.open("a", encoding="utf-8") as file:
-                    for line in lines:
-                        file.write(line + "\n")
-                        file.flush()
-            for server in servers:
-                until_told(server, leaf)
+            if args.branch_only:
+                leaf = moves[(n + 1) % 2]
+                for server, mine in zip(servers, views, strict=True):
+                    server.request("pi/branch", {"session": mine[0]["session"], "entryId": leaf})
+            else:
+                leaf = append_turn(servers, copies, views[0][0]["session"], leaf, n, args.branch_back)
             base = {"levels": True, "aroundId": leaf, "limit": LEVEL_PAGE}
             for at, (mine, theirs) in enumerate(zip(views[0], views[1], strict=True)):
                 _reply, seconds, size = timed(servers[0], {**mine, **base})
@@ -194,7 +217,8 @@ def main() -> int:
             server.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report(args.session.name, args.turns, filters, levels, anew, since, reloads)
+    what = f"moves of the leaf {args.branch_back} up and back" if args.branch_only else "turns of 4 entries"
+    report(args.session.name, args.turns, what, filters, levels, anew, since, reloads)
     return 0
 
 

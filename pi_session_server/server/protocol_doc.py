@@ -522,7 +522,8 @@ FIELD_DOCS = {
         "the older rows whose label changed (`relabelled`), those that left the leaf's path or joined it "
         "(`leftLeafPath`, `joinedLeafPath`) and the lists whose rows changed otherwise (`staleLists`) "
         "when the session only had entries appended below an older entry (pi writing a turn below "
-        "the leaf, or below another entry after /tree) and the server still knows that reply (a few "
+        "the leaf, or below another entry after /tree or pi/branchWithSummary) or only its leaf moved "
+        "(pi/branch, pi/resetLeaf, /tree before a turn) and the server still knows that reply (a few "
         "views of a session, each its params, a few revisions each, kept while the session is open); "
         "else it is TreeReload (`{reload: true, revision}`): load the tree anew."
     ),

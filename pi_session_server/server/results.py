@@ -448,9 +448,9 @@ class TreeLevels(Result, kw_only=True):
         Annotated[
             list[Any],
             Meta(
-                description="with `since`, after a branch to an older entry (pi's /tree, then a turn "
-                "there): the ids of the older rows no longer on the leaf's path (`onLeafPath` and "
-                "`isLeaf` false now), wherever the client holds them"
+                description="with `since`, after a move of the leaf (pi/branch, pi/resetLeaf, pi's "
+                "/tree, with a turn there or not): the ids of the older rows no longer on the leaf's "
+                "path (`onLeafPath` and `isLeaf` false now), wherever the client holds them"
             ),
         ]
         | UnsetType
@@ -459,8 +459,8 @@ class TreeLevels(Result, kw_only=True):
         Annotated[
             list[Any],
             Meta(
-                description="with `since`, after a branch to an older entry: the ids of the older rows "
-                "now on the leaf's path (`onLeafPath` true), wherever the client holds them"
+                description="with `since`, after a move of the leaf: the ids of the older rows now on "
+                "the leaf's path (`onLeafPath` true), wherever the client holds them"
             ),
         ]
         | UnsetType
@@ -489,8 +489,8 @@ class RelabelledRow(Result, kw_only=True):
 
 class TreeReload(Result, kw_only=True):
     """pi/getTree `levels` with `since`: the session changed otherwise than by entries appended below
-    the leaf of that revision (a rewrite, a repair, a reload, a branch to an older entry), or the
-    server no longer knows that revision: load the tree anew."""
+    an older entry or a move of its leaf (a rewrite, a repair, a reload, an append while there is
+    no leaf), or the server no longer knows that revision: load the tree anew."""
 
     reload: Literal[True]
     revision: TreeRevision

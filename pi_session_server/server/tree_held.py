@@ -4,10 +4,11 @@ A levels reply with ``since`` (``tree_since``) sends again the levels that chang
 more rows than those: lists it scrolled, branches it opened. A change that reaches such rows is
 told so that the view changes them in place, or drops the lists that hold them:
 
-* a branch to an older entry (pi's ``/tree``, then a turn there) moves the leaf's path: the older
-  rows that left it (``leftLeafPath``: neither on it nor the leaf any more) and those that joined
-  it (``joinedLeafPath``) are named by id. The branches under a row that left it lose their
-  order (the branch on the path came first): their lists are stale;
+* a move of the leaf (pi's ``/tree`` or ``pi/branch`` to an older entry, with a turn there or not,
+  ``pi/resetLeaf``) moves the leaf's path: the older rows that left it (``leftLeafPath``: neither
+  on it nor the leaf any more) and those that joined it (``joinedLeafPath``) are named by id. The
+  branches under a row that left it lose their order (the branch on the path came first): their
+  lists are stale;
 * a row that a label (in a filter that reads labels: ``labeled-only``, a search) or the move of
   the leaf (pi's filters show a silent turn while it is the leaf) shows or hides: the rows around
   it are others (its shown parent's children, the list that holds that parent). The list under
@@ -47,7 +48,9 @@ class PathMove(msgspec.Struct):
 def path_move(shape: Any, manager: Any, old_leaf: Any, appended: int) -> PathMove | None:
     """What the branch from the path of ``old_leaf`` to the leaf's path now (whose last
     ``appended`` entries are new) changed of the older rows; None when too many rows moved."""
-    old_path, new_path = manager.get_branch(old_leaf), manager.get_branch()
+    # (no leaf: no path, not the leaf's path now, which is what get_branch gives for it)
+    old_path = manager.get_branch(old_leaf) if truthy(old_leaf) else []
+    new_path = manager.get_branch()
     shared = shared_path_length(old_path, new_path)
     left, joined = old_path[shared:], new_path[shared : len(new_path) - appended]
     if len(left) + len(joined) > MOST_MOVED_ROWS:
@@ -67,6 +70,8 @@ def path_move(shape: Any, manager: Any, old_leaf: Any, appended: int) -> PathMov
         ):
             _add(stale, node)
             stale.update(_list_holding(shape, node))
+    # (the new leaf, when an older row, is on the path: the lists around it are levels, sent again
+    # when they changed)
     old_node = shape.find(old_leaf)
     if old_node is not None and shape.shown_as_leaf(old_node, old_leaf) is not shape.is_shown(old_node):
         stale.update(lists_around(shape, old_node))

@@ -75,7 +75,13 @@ def _weakly_referenced(manager: Any) -> bool:
 
 
 def same_state(a: tuple[int, Any, Any], b: tuple[int, Any, Any]) -> bool:
-    return a[0] == b[0] and a[1] is b[1] and a[2] == b[2]
+    return same_entries(a, b) and a[2] == b[2]
+
+
+def same_entries(a: tuple[int, Any, Any], b: tuple[int, Any, Any]) -> bool:
+    """Whether two states of a session (:func:`session_state`) have the same entries: at most the
+    leaf moved (a branch, a reset of the leaf)."""
+    return a[0] == b[0] and a[1] is b[1]
 
 
 class Revisions:
@@ -148,6 +154,8 @@ def _followed(
     if follow is None and own is None:
         return None
     appended = appended_since(manager, kept.state, state)
+    if appended is None and own is not None and follow is None and same_entries(kept.state, state):
+        appended = []  # the leaf moved alone: the walk's own ``followed`` takes that in too
     if appended is None:
         return None
     if follow is not None:

@@ -10,9 +10,11 @@ changed (``relabelled``: rows the view may hold outside the levels, in a list it
 branch it opened).
 
 That is exact for an append below an older entry: pi writing a turn, a label, a name below the
-leaf, or below another entry after a branch there (pi's ``/tree``). No older row changes but those
-of the levels sent (the old leaf's, the branch point that gained a child, the rows next to them),
-the relabelled ones and what ``tree_held`` names: the rows that left the leaf's path or joined it
+leaf, or below another entry after a branch there (pi's ``/tree``, ``pi/branchWithSummary``); and
+for a move of the leaf alone (``pi/branch``, ``pi/resetLeaf``, pi's ``/tree`` before a turn: the
+same entries, so the same rows but for their marks). No older row changes but those of the levels
+sent (the old leaf's, the branch point that gained a child, the rows next to them), the relabelled
+ones and what ``tree_held`` names: the rows that left the leaf's path or joined it
 (``leftLeafPath``, ``joinedLeafPath``: after a branch the levels above the branch point are the
 same, the older rows below it only change their marks) and the lists whose rows are others
 (``staleLists``: a label that shows or hides a row in a filter that reads labels, a branch that
@@ -20,9 +22,10 @@ hides the old leaf or reorders the branches under a row that left the path). The
 first whose list is stale are sent again. A level whose rows changed only in the label of
 relabelled rows is kept too (the client relabels the rows it holds): a label set on an entry high
 up the levels does not resend every level below it. Anything else (a rewrite, a repair, a reload,
-a revision it does not know, a branch that moved more rows than :data:`~.tree_held.MOST_MOVED_ROWS`
-or in a session whose ids repeat, a call appended whose id an older tool result's preview named)
-is answered ``{"reload": true, "revision"}``: the client loads the tree anew.
+an append while there is no leaf (a new root), a revision it does not know, a branch that moved
+more rows than :data:`~.tree_held.MOST_MOVED_ROWS` or in a session whose ids repeat, a call
+appended whose id an older tool result's preview named) is answered ``{"reload": true,
+"revision"}``: the client loads the tree anew.
 
 The replies are kept with the session, not with the walk they were cut from (a walk is let go
 after a minute without requests, or for the walks of other views past a few): what a delta is cut
@@ -52,7 +55,7 @@ from pi_session_server.session.tree import label_target
 
 from .params import id_key
 from .tree_held import PathMove, first_stale_level, lists_around, path_move, stale_ids
-from .tree_pages import appended_since, same_state, session_state
+from .tree_pages import appended_since, same_entries, session_state
 from .tree_view import NamedCalls, appended_path
 from .wire import encode_rows
 
@@ -187,24 +190,35 @@ def changes_since(sent: _Sent | None, manager: Any, shape: Any) -> Changes | Non
         return None
     now = session_state(manager)
     changes = Changes(sent, [])
-    if not same_state(sent.state, now):
+    if same_entries(sent.state, now):
+        if now[2] != sent.state[2] and not _moved(changes, shape, manager, 0):
+            return None  # (the leaf moved alone: pi/branch, pi/resetLeaf, pi's /tree before a turn)
+    else:
         appended = appended_since(manager, sent.state, now)
         found = None if appended is None else appended_path(appended, manager.get_leaf_id())
         if appended is None or found is None or len(found[0]) != len(appended):
             return None  # (not a turn below an older entry: a rewrite, a repair, a reload)
         if shape.names_session_calls(appended, sent.named):
             return None
-        if id_key(found[1]) != sent.state[2]:  # a branch to an older entry, then a turn there
-            if not manager.has_unique_ids():
-                return None
-            changes.move = path_move(shape, manager, sent.leaf, len(appended))
-            if changes.move is None:
-                return None
-            changes.stale.update(changes.move.stale)
+        # a branch to an older entry, then a turn there
+        if id_key(found[1]) != sent.state[2] and not _moved(changes, shape, manager, len(appended)):
+            return None
         changes.relabelled = _relabelled(shape, appended, changes.stale)
     # the client holds rows of the shape the reply was cut from (when this one was made anew) too
     shape.named_for_clients.update(sent.named)
     return changes
+
+
+def _moved(changes: Changes, shape: Any, manager: Any, appended: int) -> bool:
+    """Whether the move of the leaf's path since the reply (whose last ``appended`` entries are
+    new) can be told exactly; then it is, in ``changes``."""
+    if not manager.has_unique_ids():
+        return False
+    changes.move = path_move(shape, manager, changes.sent.leaf, appended)
+    if changes.move is None:
+        return False
+    changes.stale.update(changes.move.stale)
+    return True
 
 
 def _relabelled(shape: Any, appended: list[Any], stale: dict[Any, Any]) -> list[dict[str, Any]]:

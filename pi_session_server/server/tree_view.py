@@ -569,7 +569,8 @@ class _TreeShape:
         the library's tree was made anew (not grown), the new leaf is not below an older entry,
         ids repeat, the tool calls were all read up front (a new call may name an older result's).
         The new leaf may be below another entry than the old leaf (pi's ``/tree``, then a turn):
-        the leaf's path is then that entry's and the appended ones."""
+        the leaf's path is then that entry's and the appended ones; with nothing appended it is
+        another older entry (``pi/branch``), whose path is the leaf's."""
         from .library_tree import shown_tree  # (that module is built on this one)
 
         path, old_leaf = self.leaf_path, self.leaf_id
@@ -581,7 +582,10 @@ class _TreeShape:
             or not self._followable(manager)
         ):
             return None
-        found = appended_path(appended, manager.get_leaf_id())
+        new_leaf = manager.get_leaf_id()
+        found = appended_path(appended, new_leaf)
+        if not appended and type(new_leaf) is str:  # the leaf moved alone (pi/branch): no new entry below it
+            found = [], new_leaf
         roots = shown_tree(manager)
         if found is None or not isinstance(roots, TreeRoots) or roots.node_of is None:
             return None
@@ -616,8 +620,8 @@ class _TreeShape:
         # and where the two part, if they do: another of its children is on the path
         parted = [path[shared - 1]] if shared and (left or joined) else []
         self.roots, self.entries_by_id = roots, entries_by_id
-        self.leaf_id = tail[-1].id
         self.leaf_path = [*above, *tail]
+        self.leaf_id = self.leaf_path[-1].id
         if self.visible is not None:  # the leaf's own answer depends on the leaf
             self.visible = node_filter(
                 self._mode, self.leaf_id, self._search, self.cache, self._context_edits
@@ -632,15 +636,30 @@ class _TreeShape:
             self.tool_calls, self.calls_complete, self._session_calls = {}, False, None
         new_ids = {entry.id for entry in appended}
         changed = self._forget_changed(path[-1], appended, new_ids, node_of)
+        if not tail:  # the new leaf is an older entry: shown otherwise as the leaf, its row another
+            self._forget_new_leaf(node_of(self.leaf_id), node_of, changed)
         self._forget_moved_path([*left, *joined, *parted], node_of, changed)
         relabelled = self._forget_relabelled(appended, new_ids, node_of, changed)
-        self._keep_levels_above(old_leaf, tail, appended, changed)
+        # the rows that joined the path hang below the row where the two paths part (or its shown
+        # ancestor), which is in ``changed``: no level above the one that holds it is another, and
+        # on another branch than the old leaf's they are in no level kept
+        self._keep_levels_above(
+            old_leaf, tail, appended, changed - {id(node_of(entry.id)) for entry in joined}
+        )
         if self._levels_before is None:
             self._encoded_levels = {}  # (their rows are walked again)
         elif relabelled:
             self._forget_encoded_levels(relabelled)
         if not self._encoded_levels:
             self._named_from_session = set()
+
+    def _forget_new_leaf(self, node: Any, node_of: Callable[[Any], Any], changed: set[int]) -> None:
+        """After a move of the leaf alone: whether the older ``node``, the leaf now, is shown is
+        found again (pi's filters show a silent turn while it is the leaf); when shown its row is
+        another (``isLeaf``): added to ``changed`` (by ``id``)."""
+        was_shown, shown = self._shown_again(node, node_of, changed)
+        if was_shown is not False or shown:
+            changed.add(id(node))
 
     def _forget_relabelled(
         self, appended: list[Any], new_ids: set[Any], node_of: Callable[[Any], Any], changed: set[int]
@@ -817,7 +836,7 @@ class _TreeShape:
         first = _first_level_holding(kept[1], changed)
         if first is None:
             return
-        new_leaf = tail[-1].id
+        new_leaf = self.leaf_id
         aimed = [
             TreeLevel(level.kind, level.window.around(new_leaf), level.rows, level.around_index)
             for level in kept[1][: first + 1]

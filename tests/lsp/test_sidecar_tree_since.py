@@ -438,3 +438,108 @@ async def test_since_is_of_levels_alone(sidecar, tmp_path):
         with pytest.raises(RpcFailure) as failure:
             await sidecar.request("pi/getTree", {"uri": path.as_uri(), **params})
         assert failure.value.code == -32602, params
+
+
+async def _fresh_at(
+    sidecar: Sidecar, path: Path, tmp_path: Path, round_: int, view: dict[str, Any], leaf: Any, around: str
+) -> Any:
+    """:func:`_fresh` of a session whose leaf is ``leaf`` (moved from the file's last entry, or none),
+    its levels down to ``around``."""
+    copy = tmp_path / f"fresh-{round_}-{_name(view)}.jsonl"
+    shutil.copyfile(path, copy)
+    base = {"uri": copy.as_uri(), **view}
+    if leaf is None:
+        await sidecar.request("pi/resetLeaf", {"uri": copy.as_uri()})
+    else:
+        await sidecar.request("pi/branch", {"uri": copy.as_uri(), "entryId": leaf})
+    levels = await sidecar.request(
+        "pi/getTree", {**base, "levels": True, "aroundId": around, "limit": LEVEL_ROWS}
+    )
+    whole = await sidecar.request("pi/getTree", base)
+    return base, levels, whole["nodes"]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_leaf_moves_without_appends_equal_a_fresh_load(sidecar, tmp_path, seed):
+    """The editor's tree view picks an older entry (pi/branch), the leaf is reset (pi/resetLeaf), a
+    branch is summarized (pi/branchWithSummary), between turns another program appends: each is a
+    delta to every view of the session (of filters that read labels too), and what the view then
+    holds is what a fresh load of the session with that leaf shows."""
+    rnd = random.Random(seed)
+    lines, ids = _random_session(rnd, 40)
+    views = [
+        {"filter": mode, "form": "flat", "activeBranchFirst": True, **more}
+        for mode, more in (
+            ("default", {}),
+            ("no-tools", {}),
+            ("labeled-only", {}),
+            ("default", {"search": "mark"}),
+        )
+    ]
+    path = tmp_path / "live.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    uri = path.as_uri()
+    leaf: Any = ids[-1]
+    around = leaf
+    held: dict[str, HeldView] = {}
+    parents: dict[str, dict[str, Any]] = {}
+    for view in views:
+        base = {"uri": uri, **view}
+        levels = await sidecar.request(
+            "pi/getTree", {**base, "levels": True, "aroundId": leaf, "limit": LEVEL_ROWS}
+        )
+        whole = await sidecar.request("pi/getTree", base)
+        held[_name(view)] = HeldView(levels, whole["nodes"])
+        parents[_name(view)] = _shown_parents(whole["nodes"])
+        fresh_base, _levels, _whole = await _fresh_at(sidecar, path, tmp_path, -1, view, leaf, leaf)
+        held[_name(view)].lists = await _lists(sidecar, fresh_base, levels)
+    kinds = set()
+    for round_ in range(10):
+        kind = rnd.choice(["branch", "branch", "branch", "reset", "summary", "turn"])
+        if leaf is None and kind in ("turn", "summary"):
+            kind = "branch"  # (an append with no leaf starts a new root: loaded anew)
+        kinds.add(kind)
+        if kind == "branch":
+            leaf = (await sidecar.request("pi/branch", {"uri": uri, "entryId": rnd.choice(ids)}))["leafId"]
+        elif kind == "reset":
+            leaf = (await sidecar.request("pi/resetLeaf", {"uri": uri}))["leafId"]
+            assert leaf is None
+        elif kind == "summary":
+            summary = await sidecar.request(
+                "pi/branchWithSummary", {"uri": uri, "branchFromId": rnd.choice(ids), "summary": "went back"}
+            )
+            leaf = summary["id"]
+            ids.append(leaf)
+        else:
+            entry_id = f"t{round_:04d}"
+            _append(path, [S.user(entry_id, leaf, f"question {entry_id}")])
+            leaf = await _appended(sidecar, path, entry_id)
+            ids.append(entry_id)
+        around = around if leaf is None else leaf  # (no leaf: the view stays on the row it showed)
+        for view in views:
+            mine = held[_name(view)]
+            base = {"uri": uri, **view}
+            delta = await sidecar.request(
+                "pi/getTree",
+                {**base, "levels": True, "aroundId": around, "limit": LEVEL_ROWS, "since": mine.revision},
+            )
+            assert "reload" not in delta, (round_, kind, view)
+            fresh_base, fresh_levels, fresh_whole = await _fresh_at(
+                sidecar, path, tmp_path, round_, view, leaf, around
+            )
+            lists = await _lists(sidecar, fresh_base, fresh_levels)
+            mine.take(delta, lists[delta["keptLevels"] :], parents[_name(view)])
+            parents[_name(view)] = _shown_parents(fresh_whole)
+            mine.lists = lists
+            assert _without_revision(mine.reply) == _without_revision(fresh_levels), (round_, kind, view)
+            fresh_rows = {json.dumps(row["id"]): row for row in fresh_whole}
+            for key, row in mine.rows.items():
+                assert {k: row.get(k) for k in FACTS} == {k: fresh_rows[key].get(k) for k in FACTS}, (
+                    round_,
+                    kind,
+                    view,
+                    key,
+                )
+            for key, row in fresh_rows.items():
+                mine.rows.setdefault(key, row)
+    assert "branch" in kinds

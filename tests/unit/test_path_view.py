@@ -496,9 +496,14 @@ def test_the_windows_of_one_view_share_one_kept_shape_and_match_fresh_ones(
     # an append below the leaf: a new state, whose shape is the kept one following it
     example.append_message({"role": "user", "content": "more", "timestamp": 1})
     assert request(chain=True, limit=3, aroundId="e2f3a4b5")["total"] >= 1 and len(shapes) == 1
-    # a branch elsewhere (no entry appended): a new shape
+    # a branch elsewhere (no entry appended): the kept shape follows the move of the leaf too
     example.branch("b1c2d3e4")
-    assert request(chain=True, limit=3, aroundId="e2f3a4b5")["total"] >= 1 and len(shapes) == 2
+    got = request(chain=True, limit=3, aroundId="e2f3a4b5")
+    assert got["total"] >= 1 and len(shapes) == 1
+    window = TreeWindow(chain=True, limit=3, paged=True, around_id="e2f3a4b5")
+    fresh = reply(tree_view(example.get_tree(), example.get_leaf_id(), example.by_id, mode="default",
+                            active_branch_first=True, window=window))  # fmt: skip
+    assert got == fresh
 
 
 def test_finding_a_node_by_its_path_is_find_node(tmp_path: Path):

@@ -492,3 +492,95 @@ def test_a_branch_elsewhere_keeps_the_shape_and_the_levels_above_the_fork(
     assert methods_read._tree_shapes.kept(manager) is shape
     assert 0 < len(made) <= 3 * 4 + 2  # the last two levels' pages at most, and the new rows
     assert answer == _asked_alone(path, _leaf_levels(base, "n2", 3))
+
+
+def test_a_move_of_the_leaf_alone_keeps_the_shape_and_the_levels_above_the_fork(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pi/branch to an older entry, nothing appended (the editor's tree view, pi's /tree before a
+    turn), and back: the kept shape serves the new leaf's levels; the levels above the one that
+    shows the entry branched at are not walked or encoded again."""
+    from pi_session_server.server import tree_view
+
+    path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
+    manager = SessionManager.open(str(path))
+    base = _flat(("default", True, None))
+    leaf = manager.get_leaf_id()
+    levels = json.loads(_answer(manager, _leaf_levels(base, leaf, 3)))["levels"]
+    shape = methods_read._tree_shapes.kept(manager)
+    fork = levels[-2]["nodes"][-1]["id"]  # a row of the level above the leaf's
+    made: list[Any] = []
+    node = tree_view._TreeShape.node
+    monkeypatch.setattr(tree_view._TreeShape, "node", lambda self, n, *a: made.append(n) or node(self, n, *a))
+    for moved_to in (fork, leaf):
+        made.clear()
+        manager.branch(moved_to)
+        answer = _answer(manager, _leaf_levels(base, moved_to, 3))
+        assert methods_read._tree_shapes.kept(manager) is shape
+        assert 0 < len(made) <= 3 * 4  # the last two levels' pages at most
+        fresh = SessionManager.open(str(path))
+        fresh.branch(moved_to)
+        assert answer == _answer(fresh, _leaf_levels(base, moved_to, 3)), moved_to
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_followed_session_whose_leaf_moves_answers_as_a_fresh_one(tmp_path: Path, seed: int) -> None:
+    """Between the turns appended, the leaf moved alone (pi/branch to any older entry, up its path,
+    pi/resetLeaf): every view's answers are a fresh manager's with the same leaf."""
+    rng = random.Random(seed)
+    source = tmp_path / "random.jsonl"
+    random_session(rng, source)
+    lines = _file_lines(source.read_text(encoding="utf-8"))
+    steps = _steps(lines[1:], rng)
+    path = tmp_path / "followed.jsonl"
+    path.write_text(lines[0] + "\n" + "\n".join(steps[0]) + "\n", encoding="utf-8")
+    managers = [SessionManager.open(str(path)) for _ in VIEWS]
+    written = list(steps[0])
+    for turn, step in enumerate(steps):
+        if turn:
+            with path.open("a", encoding="utf-8") as file:
+                file.write("\n".join(step) + "\n")
+            written += step
+            for manager in managers:
+                manager.refresh_from_disk()
+        ids = _ids_of(written)
+        for move in range(3):
+            path_ids = [entry.id for entry in managers[0].get_branch()]
+            how = rng.random()
+            target = (
+                None if how < 0.1 else rng.choice(path_ids) if how < 0.4 and path_ids else rng.choice(ids)
+            )
+            picked = rng.sample(ids, min(2, len(ids)))
+            for view, followed in zip(VIEWS, managers, strict=True):
+                followed.reset_leaf() if target is None else followed.branch(target)
+                fresh = SessionManager.open(str(path))
+                fresh.reset_leaf() if target is None else fresh.branch(target)
+                assert _window_answers(followed, view, picked) == _window_answers(fresh, view, picked), (
+                    turn,
+                    move,
+                    view,
+                )
+
+
+def test_a_move_of_the_leaf_alone_to_a_silent_turn_shows_it(tmp_path: Path) -> None:
+    """pi's filters show a turn without text while it is the leaf: a move of the leaf alone up its
+    path to one (hidden until then, in the levels the view was shown) shows its row, as a fresh
+    manager does."""
+    path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
+    manager = SessionManager.open(str(path))
+    base = _flat(("default", True, None))
+    _answer(manager, _leaf_levels(base, manager.get_leaf_id(), 3))
+    shape = methods_read._tree_shapes.kept(manager)
+    silent = [
+        entry.id
+        for entry in manager.get_branch()[:-1]
+        if entry.role == "assistant" and not shape.is_shown(shape.find(entry.id))
+    ]
+    assert silent
+    manager.branch(silent[-1])
+    answer = _answer(manager, _leaf_levels(base, silent[-1], 3))
+    fresh = SessionManager.open(str(path))
+    fresh.branch(silent[-1])
+    assert answer == _answer(fresh, _leaf_levels(base, silent[-1], 3))
+    rows = json.loads(answer)["levels"][-1]["nodes"]
+    assert [row["id"] for row in rows if row["isLeaf"]] == [silent[-1]]

@@ -168,3 +168,167 @@ def test_a_branch_that_moves_more_rows_than_the_bound_answers_reload(
     delta = levels(session, since=held["revision"])
     assert delta["leftLeafPath"] == old_path[-5:] and delta["joinedLeafPath"] == []
     assert take(held, {k: v for k, v in delta.items() if "LeafPath" not in k}) == levels(session)
+
+
+def _flat(m: SessionManager, **params: Any) -> list[dict[str, Any]]:
+    p = P.parse({"session": "s", "form": "flat", **params}, P.GetTreeParams)
+    nodes: list[dict[str, Any]] = json.loads(bytes(methods_read._tree_reply(m, p)))["nodes"]
+    return nodes
+
+
+def _lists(m: SessionManager, held: dict[str, Any], **view: Any) -> list[list[dict[str, Any]]]:
+    """The whole list of each level (its window without a limit)."""
+    windows = ({k: level[k] for k in ("rootId", "chain", "depth") if k in level} for level in held["levels"])
+    return [_flat(m, **view, **window) for window in windows]
+
+
+def _hung_under(levels: list[dict[str, Any]]) -> list[str]:
+    """The row each level's list hangs under (the row on the path one level up; the top's: none)."""
+    rows = [level["nodes"][level["aroundIndex"] - level["offset"]]["id"] for level in levels[:-1]]
+    return [json.dumps(None), *map(json.dumps, rows)]
+
+
+def _below_stale(rows: dict[str, dict[str, Any]], stale: set[str]) -> set[str]:
+    """The rows that hang (through their shown parents) below one of the rows ``stale``."""
+    below = set()
+    for key in rows:
+        seen, at = set(), key
+        while at in rows and at not in seen:
+            seen.add(at)
+            at = json.dumps(rows[at].get("visibleParentId"))
+            if at in stale:
+                below.add(key)
+                break
+    return below
+
+
+def _moved_leaf(m: SessionManager, rnd: random.Random) -> None:
+    """The leaf moved with nothing appended: to an older entry (the editor's tree view, pi's /tree
+    before its turn), back up its own path, down to a descendant, or reset."""
+    entries = m.get_entries()
+    path = m.get_branch()
+    how = rnd.random()
+    if how < 0.5 or not path:
+        m.branch(rnd.choice(entries).id)
+    elif how < 0.75:
+        m.branch(path[rnd.randrange(len(path))].id)
+    elif how < 0.95:
+        below = [e for e in entries if e.parent_id == path[-1].id]
+        m.branch((rnd.choice(below) if below else rnd.choice(entries)).id)
+    else:
+        m.reset_leaf()
+
+
+class HeldRows:
+    """The rows a view holds outside the levels (here: every row of the tree, as if opened), changed
+    by a delta as the editors change them: the stale lists dropped, the lists sent again replaced,
+    the leaf's marks and the labels changed by id."""
+
+    def __init__(self, m: SessionManager, held: dict[str, Any], view: dict[str, Any]) -> None:
+        self.rows = {json.dumps(row["id"]): row for row in _flat(m, **view)}
+        self.lists = _lists(m, held, **view)
+
+    def take(
+        self, m: SessionManager, before: dict[str, Any], delta: dict[str, Any], view: dict[str, Any]
+    ) -> None:
+        stale = {json.dumps(entry_id) for entry_id in delta.get("staleLists", [])}
+        for key in _below_stale(self.rows, stale):
+            del self.rows[key]
+        kept = delta["keptLevels"]
+        now = [*before["levels"][:kept], *delta["levels"]]
+        lists = _lists(m, {"levels": now}, **view)
+        resent = set(_hung_under(now)[kept:])
+        held = zip(_hung_under(before["levels"])[kept:], self.lists[kept:], strict=True)
+        for rows in [*(rows for under, rows in held if under in resent), *lists[kept:]]:
+            for row in rows:
+                self.rows.pop(json.dumps(row["id"]), None)
+        self.lists = lists
+        for entry_id in delta.get("leftLeafPath", []):
+            self.rows.get(json.dumps(entry_id), {}).update(onLeafPath=False, isLeaf=False)
+        for entry_id in delta.get("joinedLeafPath", []):
+            self.rows.get(json.dumps(entry_id), {}).update(onLeafPath=True)
+        for changed in delta.get("relabelled", []):
+            row = self.rows.get(json.dumps(changed["id"]), {})
+            row.pop("label", None)
+            row.pop("labelTimestamp", None)
+            row.update({k: v for k, v in changed.items() if k != "id"})
+
+    def check(self, m: SessionManager, view: dict[str, Any]) -> None:
+        """What the view holds is what a fresh load shows; then it opens the rows it lacks."""
+        fresh = {json.dumps(row["id"]): row for row in _flat(m, **view)}
+        for key, row in self.rows.items():
+            assert {k: row.get(k) for k in _FACTS} == {k: fresh[key].get(k) for k in _FACTS}, key
+        self.rows = {**fresh, **self.rows}
+
+
+_FACTS = ("parentId", "childIds", "label", "labelTimestamp", "isLeaf", "onLeafPath", "isBranchPoint")
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        {"filter": "default"},
+        {"filter": "no-tools"},
+        {"filter": "user-only"},
+        {"filter": "all"},
+        {"filter": "labeled-only"},
+        {"filter": "default", "search": "n"},
+    ],
+)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_leaf_moves_without_appends_are_deltas_equal_to_a_fresh_load(
+    session: SessionManager, view: dict[str, Any], seed: int
+) -> None:
+    """pi/branch, pi/resetLeaf (the leaf moved, nothing appended), interleaved with turns and labels:
+    each a delta, and the levels and the rows the view holds outside them are what a fresh load
+    gives."""
+    rnd = random.Random(seed)
+    view = {**view, "activeBranchFirst": True}  # (as the editors' views ask: the path's branch first)
+    held = levels(session, **view)
+    rows = HeldRows(session, held, view)
+    moves = 0
+    for n in range(24):
+        what = rnd.random()
+        if what < 0.6 or session.get_leaf_id() is None:  # (an append then would start a new root)
+            _moved_leaf(session, rnd)
+            moves += 1
+        elif what < 0.8:
+            _turn(session, 1000 + n)
+        else:
+            target = rnd.choice(session.get_entries()).id
+            session.append_label_change(target, rnd.choice(["mark", None]))
+        if session.get_leaf_id() is None:  # (reset: the view's levels go down to a row it showed)
+            view.setdefault("aroundId", held["levels"][-1]["nodes"][0]["id"])
+        else:
+            view.pop("aroundId", None)
+        delta = levels(session, since=held["revision"], **view)
+        assert "reload" not in delta, n
+        rows.take(session, held, delta, view)
+        plain = {k: v for k, v in delta.items() if k not in ("leftLeafPath", "joinedLeafPath", "staleLists")}
+        held = take(held, plain)
+        assert held == levels(session, **view), n
+        rows.check(session, view)
+    assert moves
+
+
+def test_a_leaf_moved_alone_names_the_rows_that_left_or_joined_the_path(session: SessionManager) -> None:
+    """pi/branch up the leaf's own path, pi/resetLeaf, then pi/branch from no leaf: each a delta
+    that names the rows off the path now, or on it now (from no leaf: every shown row of the path)."""
+    held = levels(session)
+    old_path = [entry.id for entry in session.get_branch()]
+    session.branch(old_path[-4])
+    delta = levels(session, since=held["revision"])
+    assert delta["leftLeafPath"] == old_path[-3:] and delta["joinedLeafPath"] == []
+    assert delta["keptLevels"] == len(held["levels"]) - 1
+    plain = {k: v for k, v in delta.items() if k not in ("leftLeafPath", "joinedLeafPath", "staleLists")}
+    assert take(held, plain) == levels(session)
+    shown = {json.dumps(row["id"]) for row in _flat(session)}
+    on_path = [entry.id for entry in session.get_branch() if json.dumps(entry.id) in shown]
+    session.reset_leaf()
+    around = {"aroundId": old_path[-4]}  # (no leaf: the view's levels go down to a row it shows)
+    reset = levels(session, since=delta["revision"], **around)
+    assert reset["leftLeafPath"] == on_path and reset["joinedLeafPath"] == []
+    session.branch(old_path[-1])
+    delta = levels(session, since=reset["revision"], **around)
+    on_path = [entry.id for entry in session.get_branch() if json.dumps(entry.id) in shown]
+    assert delta["leftLeafPath"] == [] and delta["joinedLeafPath"] == on_path

@@ -817,11 +817,27 @@ end)
 test(':PiSessionBranch moves the leaf and the tree follows', function()
   vim.api.nvim_set_current_win(session_win)
   vim.api.nvim_win_set_cursor(0, { 6, 0 }) -- a0000002
+  local state = require('pi_session.tree').state(tree_buf)
+  vim.wait(TIMEOUT, function()
+    return not state.loading
+  end, 20)
+  local counted, stop_counting = count_tree_loads()
+  local requests, stop_recording = record_tree_requests()
   vim.cmd('PiSessionBranch')
   wait_lines(tree_buf, function(lines)
     return vim.tbl_contains(lines, '├─ * user: Start with the scanner  [scanner-try]')
       and vim.tbl_contains(lines, '│  * assistant: Scanner split into two functions  <- leaf')
   end, 'the tree after the branch')
+  vim.wait(TIMEOUT, function()
+    return not state.loading
+  end, 20)
+  stop_recording()
+  stop_counting()
+  -- the move of the leaf taken in from the levels that changed since the tree's, not loaded anew
+  eq(counted.loads, 0, 'not loaded anew (a load asks pi/getInfo)')
+  eq(#requests, 1, 'one request: ' .. vim.inspect(requests))
+  truthy(type(requests[1].since) == 'string', 'asked what changed: ' .. vim.inspect(requests[1]))
+  eq(requests[1].aroundId, 'a0000002', 'down to the new leaf')
   -- the leaf's code lens follows the branch (line 6, a0000002)
   local moved = vim.wait(TIMEOUT, function()
     for _, lens in ipairs(vim.lsp.codelens.get(session_buf)) do

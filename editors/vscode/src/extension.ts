@@ -524,10 +524,14 @@ class Extension {
     const target = await this.target(arg, true);
     if (!target?.node) return;
     const entryId = idText(target.node.id);
-    const result = await this.request<{ leafId?: string }>(Methods.branch, { uri: this.wireUri(target.uri), entryId: target.node.id });
+    const wire = this.wireUri(target.uri);
+    const result = await this.request<{ leafId?: string }>(Methods.branch, { uri: wire, entryId: target.node.id });
     vscode.window.setStatusBarMessage(`Pi Session: leaf is now ${result?.leafId ?? entryId}`, 5000);
     this.refreshCodeLenses(target.uri);
-    await this.tree.refresh();
+    // the tree of that session takes in the move of its leaf (the rows whose marks changed), else loads anew
+    const shown = this.tree.uri !== undefined && sameUri(this.wireUri(this.tree.uri), wire);
+    const leaf = result?.leafId;
+    await this.tree.refresh(shown && leaf !== undefined && leaf !== null ? { id: leaf } : undefined);
   }
 
   /** Ask the editor for the session's code lenses again (the leaf lens moves with Branch Here). */

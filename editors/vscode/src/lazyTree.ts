@@ -314,13 +314,13 @@ export class LazyTree {
   }
 
   /**
-   * Take in what changed since the levels the tree holds (pi appended to the session): the levels
-   * down to `entryId` (the new leaf) asked with `since`. The lists the server names stale go first
-   * (they are loaded anew when shown); the levels the server says are as the tree holds them stay
-   * (with the lists opened under them); each level after them replaces what the tree holds of its
-   * list, the rows it still has keeping the lists opened under them (see keepHeld); the rows of an
-   * entry whose label changed, or that left the leaf's path or joined it (a branch to an older
-   * entry, then a turn there), are changed wherever they are.
+   * Take in what changed since the levels the tree holds (pi appended to the session, or its leaf
+   * moved): the levels down to `entryId` (the new leaf) asked with `since`. The lists the server
+   * names stale go first (they are loaded anew when shown); the levels the server says are as the
+   * tree holds them stay (with the lists opened under them); each level after them replaces what
+   * the tree holds of its list, the rows it still has keeping the lists opened under them (see
+   * keepHeld); the rows of an entry whose label changed, or that left the leaf's path or joined it
+   * (a move of the leaf, with a turn below it or not), are changed wherever they are.
    * Returns the row on the path to `entryId` (as locate), or `reload` when the tree must be loaded
    * anew: the server said so (not an append below the leaf, a revision it no longer knows), the
    * tree holds no whole levels reply, or the reply does not fit what it holds. An error of the

@@ -851,7 +851,8 @@ export interface GetTreeParams {
    * (`keptLevels`), names the older rows whose label changed (`relabelled`), those that left the
    * leaf's path or joined it (`leftLeafPath`, `joinedLeafPath`) and the lists whose rows changed
    * otherwise (`staleLists`) when the session only had entries appended below an older entry (pi
-   * writing a turn below the leaf, or below another entry after /tree) and the server still knows
+   * writing a turn below the leaf, or below another entry after /tree or pi/branchWithSummary) or
+   * only its leaf moved (pi/branch, pi/resetLeaf, /tree before a turn) and the server still knows
    * that reply (a few views of a session, each its params, a few revisions each, kept while the
    * session is open); else it is TreeReload (`{reload: true, revision}`): load the tree anew.
    */
@@ -1031,7 +1032,8 @@ export interface GetEntriesParams {
    * (`keptLevels`), names the older rows whose label changed (`relabelled`), those that left the
    * leaf's path or joined it (`leftLeafPath`, `joinedLeafPath`) and the lists whose rows changed
    * otherwise (`staleLists`) when the session only had entries appended below an older entry (pi
-   * writing a turn below the leaf, or below another entry after /tree) and the server still knows
+   * writing a turn below the leaf, or below another entry after /tree or pi/branchWithSummary) or
+   * only its leaf moved (pi/branch, pi/resetLeaf, /tree before a turn) and the server still knows
    * that reply (a few views of a session, each its params, a few revisions each, kept while the
    * session is open); else it is TreeReload (`{reload: true, revision}`): load the tree anew.
    */
@@ -1420,14 +1422,14 @@ export interface TreeLevels {
    */
   relabelled?: RelabelledRow[];
   /**
-   * with `since`, after a branch to an older entry (pi's /tree, then a turn there): the ids of the
-   * older rows no longer on the leaf's path (`onLeafPath` and `isLeaf` false now), wherever the
-   * client holds them
+   * with `since`, after a move of the leaf (pi/branch, pi/resetLeaf, pi's /tree, with a turn there
+   * or not): the ids of the older rows no longer on the leaf's path (`onLeafPath` and `isLeaf`
+   * false now), wherever the client holds them
    */
   leftLeafPath?: unknown[];
   /**
-   * with `since`, after a branch to an older entry: the ids of the older rows now on the leaf's
-   * path (`onLeafPath` true), wherever the client holds them
+   * with `since`, after a move of the leaf: the ids of the older rows now on the leaf's path
+   * (`onLeafPath` true), wherever the client holds them
    */
   joinedLeafPath?: unknown[];
   /**
@@ -1469,9 +1471,9 @@ export interface RelabelledRow {
 }
 
 /**
- * pi/getTree `levels` with `since`: the session changed otherwise than by entries appended below
- * the leaf of that revision (a rewrite, a repair, a reload, a branch to an older entry), or the
- * server no longer knows that revision: load the tree anew.
+ * pi/getTree `levels` with `since`: the session changed otherwise than by entries appended below an
+ * older entry or a move of its leaf (a rewrite, a repair, a reload, an append while there is no
+ * leaf), or the server no longer knows that revision: load the tree anew.
  */
 export interface TreeReload {
   reload: true;

@@ -99,14 +99,14 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
    * each load a little behind the file, where loads that each dropped the one before showed nothing
    * and kept the server computing trees no one would see.
    *
-   * `appendedLeaf`: the change was entries appended (pi/didChange `appended`) and this is the leaf
-   * after it: the tree takes in what changed (the levels that changed, asked with `since`) instead of
-   * loading anew, unless another change without it comes before the load, or the server answers
-   * that it must be loaded anew, or the request fails.
+   * `newLeaf`: the change was entries appended (pi/didChange `appended`) or a move of the leaf
+   * (Branch Here), and this is the leaf after it: the tree takes in what changed (the levels that
+   * changed, asked with `since`) instead of loading anew, unless another change without it comes
+   * before the load, or the server answers that it must be loaded anew, or the request fails.
    */
-  refresh(appendedLeaf?: { id: unknown }): Promise<void> {
-    // a load queued and not started yet takes this change in too: it follows only if both were appends
-    this.nextLeaf = appendedLeaf && (!this.queued || this.nextLeaf) ? appendedLeaf : undefined;
+  refresh(newLeaf?: { id: unknown }): Promise<void> {
+    // a load queued and not started yet takes this change in too: it follows only if both can be
+    this.nextLeaf = newLeaf && (!this.queued || this.nextLeaf) ? newLeaf : undefined;
     if (!this.loading) return this.startLoad();
     if (!this.queued) {
       const queued: Promise<void> = this.loading.then(() => {
@@ -185,8 +185,9 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
   }
 
   /**
-   * Take in what changed since the tree shown was loaded (entries appended, `leafId` the leaf now);
-   * false when it must be loaded anew instead (the server said so, or the request failed).
+   * Take in what changed since the tree shown was loaded (entries appended, the leaf moved: `leafId`
+   * the leaf now); false when it must be loaded anew instead (the server said so, or the request
+   * failed).
    */
   private async follow(leafId: unknown): Promise<boolean> {
     const tree = this.tree;

@@ -197,8 +197,10 @@ function M.branch()
         if err then
           return vim.notify('pi-session: branch failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
         end
-        vim.notify('pi-session: the leaf is now ' .. id_text(type(result) == 'table' and result.leafId or node.id))
-        require('pi_session.tree').refresh_for(bufnr)
+        local leaf = type(result) == 'table' and result.leafId or nil
+        vim.notify('pi-session: the leaf is now ' .. id_text(leaf or node.id))
+        -- the trees of the session take in the move of its leaf (the rows whose marks changed)
+        require('pi_session.tree').refresh_for(bufnr, leaf ~= nil and leaf ~= vim.NIL and { id = leaf } or nil)
         require('pi_session.view').refresh_for(bufnr)
         -- the leaf's code lens moves with it
         if config.options.codelens ~= false then
@@ -230,7 +232,7 @@ function M.label(text)
           if err then
             return vim.notify('pi-session: label failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
           end
-          require('pi_session.tree').refresh_for(bufnr, true)
+          require('pi_session.tree').refresh_for(bufnr)
         end)
       end)
     end

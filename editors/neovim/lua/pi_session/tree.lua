@@ -240,26 +240,27 @@ local follow, load_anew
 --- another filter, or one asked for by the user (``now``: `r`, the command again), starts at once,
 --- and the one running is dropped.
 ---
---- ``appended_leaf`` ({ id }): the change was entries appended (pi/didChange `appended`) and this is
---- the leaf after it: the tree shown takes in what changed (the levels that changed, asked with
---- `since`) instead of loading anew, unless another change without it comes before the load, or the
---- server answers that it must be loaded anew, or the request fails.
-function M.refresh(buf, now, appended_leaf)
+--- ``new_leaf`` ({ id }): the change was entries appended (pi/didChange `appended`) or a move of
+--- the leaf (:PiSessionBranch), and this is the leaf after it: the tree shown takes in what changed
+--- (the levels that changed, asked with `since`) instead of loading anew, unless another change
+--- without it comes before the load, or the server answers that it must be loaded anew, or the
+--- request fails.
+function M.refresh(buf, now, new_leaf)
   local state = trees[buf]
   if not state then
     return
   end
   if state.loading and not now and state.loading_filter == state.filter then
-    -- the load after this one takes this change in too: it follows only if each was an append
-    state.next_leaf = appended_leaf and (not state.load_again or state.next_leaf) and appended_leaf or nil
+    -- the load after this one takes this change in too: it follows only if each change can be
+    state.next_leaf = new_leaf and (not state.load_again or state.next_leaf) and new_leaf or nil
     state.load_again = true
     return
   end
   state.generation = (state.generation or 0) + 1
   state.load_again, state.next_leaf = false, nil
   state.loading_filter = state.filter
-  if appended_leaf and not now and state.tree and not state.error then
-    return follow(buf, state, appended_leaf.id)
+  if new_leaf and not now and state.tree and not state.error then
+    return follow(buf, state, new_leaf.id)
   end
   load_anew(buf, state)
 end
@@ -284,8 +285,8 @@ local function loaded(buf, state, tree, err, marker)
   end
 end
 
---- Take in the change to the tree shown (entries appended, `leaf_id` the leaf now); loaded anew
---- when the server says it must be, or the request fails.
+--- Take in the change to the tree shown (entries appended, the leaf moved: `leaf_id` the leaf
+--- now); loaded anew when the server says it must be, or the request fails.
 follow = function(buf, state, leaf_id)
   local generation = state.generation
   local tree = state.tree
@@ -358,11 +359,12 @@ load_anew = function(buf, state)
   end)
 end
 
---- Redraw every tree buffer of a session buffer.
-function M.refresh_for(source)
+--- Redraw every tree buffer of a session buffer; ``new_leaf`` ({ id }): its leaf moved to that
+--- entry, nothing else changed (see M.refresh).
+function M.refresh_for(source, new_leaf)
   for buf, state in pairs(trees) do
     if state.source == source then
-      M.refresh(buf)
+      M.refresh(buf, false, new_leaf)
     end
   end
 end

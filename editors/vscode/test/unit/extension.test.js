@@ -995,3 +995,24 @@ test('a session file too big for extensions opens in the viewer instead of the t
   await new Promise((r) => setTimeout(r, 50));
   assert.deepEqual(state.executed.filter(([id, , viewType]) => id === 'vscode.openWith' && viewType === 'piSession.viewer'), []);
 });
+
+test('Branch Here on the shown session takes in the move of the leaf from one levels request with since, no load anew', async (t) => {
+  const { api, client, server, state, restore } = await activated({
+    other: (method, params) => {
+      if (method !== 'pi/branch') return null;
+      server.branch(params.entryId); // (the session's leaf moves, nothing appended)
+      return { leafId: params.entryId };
+    },
+  });
+  t.after(restore);
+  const roots = await children(api);
+  const row = (await children(api, roots[1]))[1]; // u2, off the leaf's path
+  const asked = client.requests.length;
+  await state.commands.get('piSession.branchHere')(row, [row]);
+  const sent = client.requests.slice(asked).filter((r) => r.method !== 'pi/branch');
+  assert.deepEqual(sent.map((r) => [r.method, r.params.since, r.params.aroundId]), [['pi/getTree', '1', 'u2']]);
+  assert.equal(api.tree.marker.node.id, 'u2');
+  const marks = (ids) =>
+    api.tree.tree.loadedRows().filter((r) => ids.includes(r.node.id)).map((r) => [r.node.id, r.node.onLeafPath, r.node.isLeaf]);
+  assert.deepEqual(marks(['u2', 'u3', 'a3']).sort(), [['a3', false, false], ['u2', true, true], ['u3', false, false]]);
+});

@@ -8,7 +8,7 @@
 /**
  * entries: [{ id, parent, role?, type?, preview?, label? }] in file order; leafId: the leaf.
  * `server.append(entries)` appends entries below the leaf, or below an older entry (pi's /tree, then a
- * turn there), the last one the new leaf, as pi does,
+ * turn there), the last one the new leaf, as pi does, `server.branch(id)` moves the leaf alone,
  * `server.relabel(id, label)` changes a label: each a new revision. A `levels` request with `since`
  * is answered as the server does: the levels after those as that revision's reply gave them
  * (`keptLevels`, their rows but for the labels of relabelled rows) and the relabelled rows, after a
@@ -204,6 +204,13 @@ function makeTreeServer(initialEntries, initialLeafId) {
     next();
   }
 
+  /** The leaf moved, nothing appended (pi/branch: the editor's Branch Here, or pi's /tree). */
+  function branch(id) {
+    leafId = id;
+    build();
+    next();
+  }
+
   function relabel(id, label) {
     entries = entries.map((e) => (e.id === id ? { ...e, label } : e));
     build();
@@ -249,6 +256,7 @@ function makeTreeServer(initialEntries, initialLeafId) {
     getTree,
     getLevels,
     append,
+    branch,
     relabel,
     rewrite,
     log,
