@@ -63,6 +63,7 @@ class FrameWriter:
         self._progress_at = time.monotonic()  # when the client last took bytes (or a write began)
         self._broken = False
         self._finished = False
+        self._abandoned = False  # finish() gave up on a client that took nothing
         self._warned = False
         self._thread: threading.Thread | None = None
         if loop is not None:
@@ -170,6 +171,8 @@ class FrameWriter:
             self._finished = True
             self._changed.notify_all()
             while (self._queue or self._writing) and not self._broken:
+                if self._abandoned:  # (a write still waits for the client: it is not waited for again)
+                    return False
                 waited = time.monotonic() - max(started, self._progress_at)
                 if waited >= self._drain_seconds:
                     logger.warning(
@@ -177,6 +180,8 @@ class FrameWriter:
                         self._drain_seconds,
                         self._queued,
                     )
+                    self._abandoned = True
+                    self._queue.clear()
                     return False
                 self._changed.wait(self._drain_seconds - waited)
         return True

@@ -151,6 +151,8 @@ def test_finish_gives_up_on_a_client_that_never_reads_and_leaves_the_stream_open
     within(lambda: server.on_loop(server.writer.close), "close() waited for a client that never reads")
     assert not server.stream.closed  # (closing it would wait for the write that waits)
     assert any("took none of its replies" in r.getMessage() for r in caplog.records)
+    server.writer._drain_seconds = BOUND * 10  # (exit's finish after the end of input's: not waited again)
+    assert within(lambda: server.on_loop(server.writer.finish), "finish() waited again") is False
     server.writer.write_frame(body(1, 10))  # dropped: the connection is over
 
 
