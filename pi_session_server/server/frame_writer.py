@@ -75,7 +75,8 @@ class FrameWriter:
         self._write_parts([data])
 
     def write_frame(self, *body: bytes) -> None:
-        """A frame whose body is the concatenation of ``body``."""
+        """A frame whose body is the concatenation of ``body``. The parts are kept until the
+        writer thread wrote them: a caller never changes a buffer it passed (a ``bytearray``)."""
         self._write_parts([b"Content-Length: %d\r\n\r\n" % sum(map(len, body)), *body])
 
     def _write_parts(self, parts: list[bytes]) -> None:
@@ -141,7 +142,7 @@ class FrameWriter:
                     if len(part) <= WRITE_SLICE:  # (a raw stdout takes what one write() takes)
                         write_fully(self._stream, part)
                     else:
-                        whole = memoryview(part)
+                        whole = memoryview(part).cast("B")
                         for start in range(0, len(whole), WRITE_SLICE):
                             write_fully(self._stream, whole[start : start + WRITE_SLICE])
                             self._progress_at = time.monotonic()
