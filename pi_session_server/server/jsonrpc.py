@@ -23,8 +23,10 @@ keeps pygls for what it does well, through its public API only (tested against t
   writes through the same writer (``set_writer``). A request for a method it has no handler for is
   refused here, in the words of the server's other refusals (:func:`errors.method_not_found`). A
   big ``textDocument/didOpen`` may be taken before it is parsed (:meth:`Connection.raw_route`).
-* **writing**: :class:`FrameWriter`, safe from any thread: the loop's frames leave together at the
-  end of its iteration, a worker's at once (a reply does not wait for the loop).
+* **writing**: :class:`~.frame_writer.FrameWriter`, safe from any thread: the loop's frames are
+  queued together at the end of its iteration, a worker's at once (a reply does not wait for the
+  loop), and a thread of the writer's own writes them: neither the loop nor a worker waits for the
+  client to read. ``exit`` and the end of the input write what is queued before the process ends.
 * **cancelling**: ``$/cancelRequest`` for one of our requests cancels its job; others go to pygls.
 * **starting**: pygls and lsprotocol take most of a second to import, which a client of the ``pi/*``
   methods alone (a tree view, a script) never needs: pygls is made when the first message for it
@@ -52,7 +54,6 @@ from typing import Any, BinaryIO, cast
 import msgspec
 
 from pi_session_server.format.jsjson import encode_value, parse_bytes
-from pi_session_server.output import flush_fully, write_fully
 
 from .errors import (
     INTERNAL_ERROR,
@@ -68,6 +69,7 @@ from .errors import (
     shown_detail,
     shown_start,
 )
+from .frame_writer import DRAIN_SECONDS, FrameWriter
 from .framing import FrameDecoder, FramingError
 from .raw_parts import RawParts
 from .workers import Cancelled, Job
@@ -87,66 +89,8 @@ _TRACE_VALUES = frozenset({"off", "messages", "verbose"})
 
 #: bodies at least this big are offered to a raw route before they are parsed
 BIG_BODY = 1_000_000
-#: seconds ``shutdown`` (or the end of the input) waits for the requests sent before it
-DRAIN_SECONDS = 30.0
 
 Handler = Callable[[Any], Any]
-
-
-class FrameWriter:
-    """Writes whole frames to the client. From the loop's thread, frames are gathered and written
-    at the end of the loop iteration (one flush); from another thread, at once. A frame is written
-    as its parts, never joined into one more copy of a big body. pygls writes through it too (it
-    calls ``write`` and ``close``)."""
-
-    def __init__(self, stream: BinaryIO, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        self._stream = stream
-        self._lock = threading.Lock()
-        self._pending: list[bytes] = []
-        self._scheduled = False
-        self._loop = loop
-        self._loop_thread = threading.get_ident() if loop is not None else None
-        self._broken = False
-
-    def write(self, data: bytes) -> None:
-        """A frame, headers included (pygls' writer interface)."""
-        self._write_parts([data])
-
-    def write_frame(self, *body: bytes) -> None:
-        """A frame whose body is the concatenation of ``body``."""
-        self._write_parts([b"Content-Length: %d\r\n\r\n" % sum(map(len, body)), *body])
-
-    def _write_parts(self, parts: list[bytes]) -> None:
-        if self._loop is not None and threading.get_ident() == self._loop_thread:
-            self._pending.extend(parts)
-            if not self._scheduled:
-                self._scheduled = True
-                self._loop.call_soon(self.flush)
-            return
-        self._write(parts)
-
-    def flush(self) -> None:
-        self._scheduled = False
-        if self._pending:
-            parts, self._pending = self._pending, []
-            self._write(parts)
-
-    def _write(self, parts: list[bytes]) -> None:
-        with self._lock:
-            if self._broken:
-                return
-            try:
-                for part in parts:  # small parts fill the stream's buffer; big ones go straight out
-                    write_fully(self._stream, part)  # (a raw stdout takes what one write() takes)
-                flush_fully(self._stream)
-            except (BrokenPipeError, ValueError, OSError):  # the client went away
-                self._broken = True
-                logger.warning("the client closed its input: replies are dropped")
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.flush()
-            self._stream.close()
 
 
 # Linux pipes hold 64 KiB by default: a 100 MB didOpen then crosses in ~1,600 reads, each a loop
@@ -439,7 +383,7 @@ class Connection:
         finally:
             if transport is not None:  # (closed by itself at the end of input; not when cancelled)
                 transport.close()
-            self.writer.flush()
+            self.writer.finish()  # the loop's last act: the replies queued reach a client that reads
 
     async def drain(self, timeout: float = DRAIN_SECONDS) -> None:
         """Wait until every request we were sent is answered (or ``timeout`` seconds: a job stuck
