@@ -34,6 +34,7 @@ from pi_session_server.session.describe import (
     preview_of,
     tool_calls_of,
 )
+from pi_session_server.session.entry_verdicts import EntryVerdicts
 from pi_session_server.session.fields import field, id_of, parent_of, role_of, timestamp_of, type_of
 from pi_session_server.session.index_rows import RowPath
 from pi_session_server.session.tree import TreeRoots, label_target, shared_path_length
@@ -510,7 +511,7 @@ class _TreeShape:
             if mode == "none" and not search
             else node_filter(mode, leaf_id, search, cache, context_edits)
         )
-        self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
+        self._shown = EntryVerdicts()  # see is_shown
         self._shown_children: dict[int, list[Any]] = {}  # by id(node) (the roots hold the nodes)
         # the rows of a chain (see chain_length): by id(its top node), the node kept alive with them
         self._chain_lengths: dict[tuple[int, int | None], tuple[Any, int]] = {}
@@ -687,7 +688,7 @@ class _TreeShape:
         """Whether ``node`` was shown (None: never asked) and whether it is, asked again; when that
         changed, its parent shows other children: forgotten (see :meth:`_forget_shown_children`,
         which adds to ``changed``)."""
-        was_shown = self._shown.pop(node.entry, None)
+        was_shown = self._shown.pop(node.entry) if type(node.entry) is Entry else None
         shown = self.is_shown(node)
         if self.visible is not None and was_shown is not shown:
             self._forget_shown_children(node.entry.parent_id, node_of, changed)
@@ -1052,9 +1053,11 @@ class _TreeShape:
         entry = node.entry
         if type(entry) is not Entry or not (self._search or entry.role == "assistant"):
             return visible(node)
-        shown = self._shown.get(entry)
+        known = self._shown
+        shown = known.get(entry)
         if shown is None:
-            shown = self._shown[entry] = visible(node)
+            shown = visible(node)
+            known.put(entry, shown)
         return shown
 
     def shown_children(self, node: Any) -> list[Any]:
