@@ -19,6 +19,7 @@ _NOT_ASKED: Final = 0
 _NO: Final = 1
 _YES: Final = 2
 _VERDICT: Final[tuple[bool | None, ...]] = (None, False, True)
+_NO_SOURCE: Final = object()  # EntryVerdicts._source until an entry of a file is kept
 
 
 class EntryVerdicts:
@@ -29,29 +30,28 @@ class EntryVerdicts:
     __slots__ = ("_by_line", "_others", "_source")
 
     def __init__(self) -> None:
-        self._source: FileLineSource | None = None
+        self._source: FileLineSource | object = _NO_SOURCE  # (an entry without one is kept by entry)
         self._by_line = bytearray()  # by the line of an entry of _source
         self._others: dict[Entry, bool] = {}  # the other entries (hashed by identity)
 
     def _line_of(self, entry: Entry) -> int:
         """The line ``entry`` is kept at (-1: kept by entry)."""
-        source = entry._source
-        if source is not self._source or source is None:
-            return -1
-        line: int = entry.line
-        return line if type(line) is int else -1
+        line: int = entry.line  # (an int: what the scanner or Entry.of gave an entry of a file)
+        return line if entry._source is self._source and line >= 0 else -1
 
     def get(self, entry: Entry) -> bool | None:
         """The verdict given for ``entry`` (None: none)."""
-        line = self._line_of(entry)
-        if line < 0:
-            return self._others.get(entry)
-        by_line = self._by_line
-        return _VERDICT[by_line[line]] if line < len(by_line) else None
+        # (_line_of inline: asked for every assistant message a walk passes, most of them kept)
+        if entry._source is self._source:
+            line = entry.line
+            if line >= 0:
+                by_line = self._by_line
+                return _VERDICT[by_line[line]] if line < len(by_line) else None
+        return self._others.get(entry)
 
     def put(self, entry: Entry, verdict: bool) -> None:
         """Remember ``verdict`` for ``entry``."""
-        if self._source is None and type(entry._source) is FileLineSource:
+        if self._source is _NO_SOURCE and type(entry._source) is FileLineSource:
             self._source = entry._source
         line = self._line_of(entry)
         if line < 0:
