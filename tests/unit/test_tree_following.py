@@ -543,8 +543,9 @@ def test_a_move_of_the_leaf_records_the_nodes_it_changed_only_for_levels_kept(
     monkeypatch.setattr(
         tree_view._TreeShape,
         "_keep_levels_above",
-        lambda self, old, tail, appended, changed: recorded.append(len(changed))
-        or keep(self, old, tail, appended, changed),
+        lambda self, old, tail, appended, changed: (
+            recorded.append(len(changed)) or keep(self, old, tail, appended, changed)
+        ),
     )
     _answer(manager, top)
     shape = methods_read._tree_shapes.kept(manager)
