@@ -34,6 +34,7 @@ from pi_session_server.session.describe import (
     preview_of,
     tool_calls_of,
 )
+from pi_session_server.session.entry_verdicts import EntryVerdicts
 from pi_session_server.session.fields import field, id_of, parent_of, role_of, timestamp_of, type_of
 from pi_session_server.session.index_rows import RowPath
 from pi_session_server.session.tree import TreeRoots, label_target, shared_path_length
@@ -470,6 +471,14 @@ class NamedCalls:
             self.keys = None if other.keys is None else self.keys | other.keys
 
 
+class _NotRecorded(set[int]):
+    """The nodes that changed (by ``id``) of a change after which no level is kept: not
+    recorded (see :meth:`_TreeShape._take_in`)."""
+
+    def add(self, element: int) -> None:
+        """(Nothing is recorded.)"""
+
+
 class _TreeShape:
     """What every node of one result needs: visibility, order, leaf path, previews.
 
@@ -510,7 +519,7 @@ class _TreeShape:
             if mode == "none" and not search
             else node_filter(mode, leaf_id, search, cache, context_edits)
         )
-        self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
+        self._shown = EntryVerdicts()  # see is_shown
         self._shown_children: dict[int, list[Any]] = {}  # by id(node) (the roots hold the nodes)
         # the rows of a chain (see chain_length): by id(its top node), the node kept alive with them
         self._chain_lengths: dict[tuple[int, int | None], tuple[Any, int]] = {}
@@ -635,7 +644,11 @@ class _TreeShape:
             self._keep_encoded_previews(appended)
             self.tool_calls, self.calls_complete, self._session_calls = {}, False, None
         new_ids = {entry.id for entry in appended}
-        changed = self._forget_changed(path[-1], appended, new_ids, node_of)
+        # what changed is recorded only for levels that may be kept: a branch far from the leaf
+        # moves hundreds of thousands of nodes, whose ids would be most of what following it holds
+        keeps = self._levels_to_keep(old_leaf, tail, appended) is not None
+        changed: set[int] = set() if keeps else _NotRecorded()
+        self._forget_changed(path[-1], appended, new_ids, node_of, changed)
         if not tail:  # the new leaf is an older entry: shown otherwise as the leaf, its row another
             self._forget_new_leaf(node_of(self.leaf_id), node_of, changed)
         self._forget_moved_path([*left, *joined, *parted], node_of, changed)
@@ -643,9 +656,9 @@ class _TreeShape:
         # the rows that joined the path hang below the row where the two paths part (or its shown
         # ancestor), which is in ``changed``: no level above the one that holds it is another, and
         # on another branch than the old leaf's they are in no level kept
-        self._keep_levels_above(
-            old_leaf, tail, appended, changed - {id(node_of(entry.id)) for entry in joined}
-        )
+        if keeps:
+            changed -= {id(node_of(entry.id)) for entry in joined}
+        self._keep_levels_above(old_leaf, tail, appended, changed)
         if self._levels_before is None:
             self._encoded_levels = {}  # (their rows are walked again)
         elif relabelled:
@@ -687,7 +700,7 @@ class _TreeShape:
         """Whether ``node`` was shown (None: never asked) and whether it is, asked again; when that
         changed, its parent shows other children: forgotten (see :meth:`_forget_shown_children`,
         which adds to ``changed``)."""
-        was_shown = self._shown.pop(node.entry, None)
+        was_shown = self._shown.pop(node.entry) if type(node.entry) is Entry else None
         shown = self.is_shown(node)
         if self.visible is not None and was_shown is not shown:
             self._forget_shown_children(node.entry.parent_id, node_of, changed)
@@ -733,21 +746,24 @@ class _TreeShape:
         }
 
     def _forget_changed(
-        self, old_entry: Any, appended: list[Any], new_ids: set[Any], node_of: Callable[[Any], Any]
-    ) -> set[int]:
+        self,
+        old_entry: Any,
+        appended: list[Any],
+        new_ids: set[Any],
+        node_of: Callable[[Any], Any],
+        changed: set[int],
+    ) -> None:
         """After ``appended`` (below the old leaf ``old_entry``, and elsewhere; ``new_ids`` their
         ids): forget what is kept of the older nodes that may show otherwise now; the ``id`` of
-        the shown ones among them whose row may be another (see :meth:`_keep_levels_above`): the
-        old leaf, and those whose shown children changed."""
+        the shown ones among them whose row may be another (see :meth:`_keep_levels_above`) added
+        to ``changed``: the old leaf, and those whose shown children changed."""
         old_node = node_of(old_entry.id)
-        changed: set[int] = set()
         was_shown, shown = self._shown_again(old_node, node_of, changed)
         if was_shown is not False or shown:  # (no longer the leaf: its row is another)
             changed.add(id(old_node))
         for entry in appended:  # the older nodes that have new children
             if entry.parent_id is not None and entry.parent_id not in new_ids:
                 self._forget_shown_children(entry.parent_id, node_of, changed)
-        return changed
 
     def levels_before(self, key: Any) -> tuple[list[TreeLevel], TreeLevel] | None:
         """For :func:`tree_levels` of ``key``: the first levels, as they were before the last
@@ -829,9 +845,9 @@ class _TreeShape:
         shown, which children it shows in which order, and which is on the path are what a
         level's rows follow from. None are kept when a node that changed is in no level (a
         hidden root, whose shown children the top level lists)."""
-        kept, self.kept_levels, self._levels_before = self.kept_levels, None, None
-        old_key = id_key(old_leaf)
-        if kept is None or not kept[2] or kept[0][0] != old_key or len(appended) != len(tail) or not kept[1]:
+        kept = self._levels_to_keep(old_leaf, tail, appended)
+        self.kept_levels = self._levels_before = None
+        if kept is None:
             return
         first = _first_level_holding(kept[1], changed)
         if first is None:
@@ -842,6 +858,22 @@ class _TreeShape:
             for level in kept[1][: first + 1]
         ]
         self._levels_before = ((id_key(new_leaf), kept[0][1]), aimed[:-1], aimed[-1])
+
+    def _levels_to_keep(
+        self, old_leaf: Any, tail: list[Any], appended: list[Any]
+    ) -> tuple[Any, list[TreeLevel], bool] | None:
+        """The kept levels (complete, down to ``old_leaf``) whose first ones an append of only
+        ``tail`` may keep (see :meth:`_keep_levels_above`), if any."""
+        kept = self.kept_levels
+        if (
+            kept is None
+            or not kept[2]
+            or kept[0][0] != id_key(old_leaf)
+            or len(appended) != len(tail)
+            or not kept[1]
+        ):
+            return None
+        return kept
 
     def _followable(self, manager: Any) -> bool:
         """Whether what this shape kept can serve the session's next state (see :meth:`followed`)."""
@@ -1052,9 +1084,11 @@ class _TreeShape:
         entry = node.entry
         if type(entry) is not Entry or not (self._search or entry.role == "assistant"):
             return visible(node)
-        shown = self._shown.get(entry)
+        known = self._shown
+        shown = known.get(entry)
         if shown is None:
-            shown = self._shown[entry] = visible(node)
+            shown = visible(node)
+            known.put(entry, shown)
         return shown
 
     def shown_children(self, node: Any) -> list[Any]:

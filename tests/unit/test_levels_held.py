@@ -1,7 +1,7 @@
 """What a tree view's levels keep of a session besides the tree: the rows on the path to the leaf
 are told by the leaf path's entries (no set of the keys of its ids besides), and whether an entry
-is shown is kept only for those whose body the filter reads; the answers are those of a shape that
-knows no leaf path (which finds the path by the ids)."""
+is shown is kept only for those whose body the filter reads, one byte per line of the file; the
+answers are those of a shape that knows no leaf path (which finds the path by the ids)."""
 
 from __future__ import annotations
 
@@ -43,8 +43,9 @@ def test_the_levels_to_the_leaf_find_its_path_by_its_entries(tmp_path: Path, sea
         answer, shape = _levels(manager, leaf, leaf_path=True, search=search)
         assert answer == expected and b'"kind":"branches"' in answer
         assert shape._on_path is None  # (no set of the path's keys made)
-        kept = list(shape._shown)
+        kept = [e for e in manager.get_entries() if shape._shown.get(e) is not None]
         assert kept and (search is not None or all(e.role == "assistant" for e in kept))
+        assert not shape._shown._others  # (kept one byte per line of the file)
         elsewhere = next(
             e.id for e in manager.get_entries() if e.id not in {x.id for x in manager.get_branch()}
         )

@@ -523,6 +523,48 @@ def test_a_move_of_the_leaf_alone_keeps_the_shape_and_the_levels_above_the_fork(
         assert answer == _answer(fresh, _leaf_levels(base, moved_to, 3)), moved_to
 
 
+def test_a_move_of_the_leaf_records_the_nodes_it_changed_only_for_levels_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pi/branch far up the path and back, while the view holds no levels (its windows alone):
+    the shape follows it without recording the nodes that left or joined the leaf's path (most
+    of the path, on a big session most of what following it would hold); once levels are kept
+    it records them (the levels above the fork are kept). The answers are a fresh server's."""
+    from pi_session_server.server import tree_view
+
+    path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
+    manager = SessionManager.open(str(path))
+    base = _flat(("default", True, None))
+    top = {**base, "chain": True, "offset": 0, "limit": 5}
+    leaf = manager.get_leaf_id()
+    far = manager.get_branch()[2].id
+    recorded: list[int] = []
+    keep = tree_view._TreeShape._keep_levels_above
+    monkeypatch.setattr(
+        tree_view._TreeShape,
+        "_keep_levels_above",
+        lambda self, old, tail, appended, changed: (
+            recorded.append(len(changed)) or keep(self, old, tail, appended, changed)
+        ),
+    )
+    _answer(manager, top)
+    shape = methods_read._tree_shapes.kept(manager)
+    for moved_to in (far, leaf):
+        manager.branch(moved_to)
+        answer = _answer(manager, top)
+        assert methods_read._tree_shapes.kept(manager) is shape
+        fresh = SessionManager.open(str(path))
+        fresh.branch(moved_to)
+        assert answer == _answer(fresh, top), moved_to
+    assert recorded == [0, 0]
+    _answer(manager, _leaf_levels(base, leaf, 3))
+    manager.branch(far)
+    fresh = SessionManager.open(str(path))
+    fresh.branch(far)
+    assert _answer(manager, _leaf_levels(base, far, 3)) == _answer(fresh, _leaf_levels(base, far, 3))
+    assert methods_read._tree_shapes.kept(manager) is shape and recorded[2] > 1
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_followed_session_whose_leaf_moves_answers_as_a_fresh_one(tmp_path: Path, seed: int) -> None:
     """Between the turns appended, the leaf moved alone (pi/branch to any older entry, up its path,
