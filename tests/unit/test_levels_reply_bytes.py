@@ -22,6 +22,7 @@ from pi_session_server.server import methods_read
 from pi_session_server.server import params as P
 from pi_session_server.server.jsonrpc import Connection, FrameWriter
 from pi_session_server.server.raw_parts import RawParts
+from pi_session_server.server.tree_pages import Revisions
 from pi_session_server.server.wire import encoded_reply
 from pi_session_server.session import SessionManager
 from pi_session_server.session import manager as manager_module
@@ -34,6 +35,8 @@ def fixed_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     stamps = itertools.count(0)
     monkeypatch.setattr(manager_module, "new_entry_id", lambda _taken: f"e{next(ids):07x}")
     monkeypatch.setattr(manager_module, "_now", lambda: f"2026-01-01T00:00:{next(stamps) % 60:02d}.000Z")
+    # (revisions are numbered per process: the tests run before this one took some)
+    monkeypatch.setattr(methods_read, "_revisions", Revisions())
 
 
 def _frame_body(result: Any) -> bytes:
@@ -88,15 +91,15 @@ def _replies(tmp_path: Path, seed: int, view: dict[str, Any]) -> list[bytes]:
     return replies
 
 
-# sha256 of the replies of each case, one after another (as the server wrote them before the levels
-# went out as parts: the bytes are the same)
+# sha256 of the replies of each case, one after another, revisions numbered from 1 (as the server
+# wrote them before the levels went out as parts: the bytes are the same)
 EXPECTED = {
     (11, "default"): "2489640c9f54e422d972e626b8fcde890cf064d120c00bc67198fe60ea648d18",
-    (11, "no-tools"): "fcde4db1bd2570da691513aed59a6a0e9c81ad2c86b8bab67decb62e4f54e27c",
-    (11, "all"): "c15c79dde9c5c5dcb2a4ecf2da493124f09dc49f4005ced46800fa1368c124b9",
-    (23, "default"): "d4c2c5b47a4d18319eeed7ab12c6b3e7a2948ed8996dfa03201875c843c79443",
-    (23, "no-tools"): "6c46010c1a36341ba99fd34cbd0543dce5b533cf6d1ac27683377901e0e5f0b2",
-    (23, "all"): "b0d8bce1725b34044e055fa5df099f99cc8f486742a55b27ca497332391e410a",
+    (11, "no-tools"): "e412f7f1ec0317412bfa55094ee8924f591b10ee21fbd6892e8ba2188d777d56",
+    (11, "all"): "2a8da054dd8f7b3f617c498cf8f7c95e5e967ff4c12331824109a4fc72863ad7",
+    (23, "default"): "c7cd4635e74f4d32520e6aad1160c30f19bb385d8d2a4b2b224bf933cef964c8",
+    (23, "no-tools"): "0c4ae378786628de4dd110bfa0b57960ee7fd6496d3b24c1d96a42cc13105ca3",
+    (23, "all"): "03b04a99d7d4cc1a289946e88f0df19706cfa345fbe87c981ed8928a912ddfaa",
 }
 VIEWS = {
     "default": {"filter": "default"},
