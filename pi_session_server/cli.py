@@ -138,12 +138,16 @@ def main(argv: list[str] | None = None, *, as_program: bool | None = None) -> in
     _printable_output()
     if argv is None:
         argv = sys.argv[1:]
-    if argv in EDITORS_SERVE:
-        args: Any = _serve_with_defaults(argv)
-    else:
-        args = _parsed(argv)
-        if isinstance(args, int):
-            return args
+    try:
+        if argv in EDITORS_SERVE:
+            args: Any = _serve_with_defaults(argv)
+        else:
+            # (parsing imports the command's module: a Ctrl-C that early stops it as quietly)
+            args = _parsed(argv)
+    except KeyboardInterrupt:
+        return _interrupted(as_program)
+    if isinstance(args, int):
+        return args
     if as_program and args.command in LEAVE_AT_ONCE:
         process_exit.arm()
     return _status_of(args, as_program)
@@ -155,10 +159,8 @@ def _status_of(args: Any, as_program: bool) -> int:
         status = int(args._run(args) or 0)
     except BrokenPipeError:
         return _reader_gone()
-    except KeyboardInterrupt:  # Ctrl-C: the user knows why the command stopped, no traceback
-        if as_program:
-            _end_as_interrupted()
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        return _interrupted(as_program)
     except (CommandError, PiSessionError, OSError) as error:
         # what the file or the system refused: one line, like the commands' own messages
         text = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
@@ -246,6 +248,14 @@ def _output_failed(error: OSError, command: str | None) -> int:
     print(f"{name}: {error.strerror or error}", file=sys.stderr)
     _stdout_to_devnull()
     return 2
+
+
+def _interrupted(as_program: bool) -> int:
+    """Ctrl-C: the user knows why the command stopped, no traceback. The process ends by the
+    signal (:func:`_end_as_interrupted`); a call from a program gets the status a shell reports."""
+    if as_program:
+        _end_as_interrupted()
+    return EXIT_INTERRUPTED
 
 
 def _end_as_interrupted() -> None:

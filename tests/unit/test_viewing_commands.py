@@ -374,6 +374,21 @@ def test_ctrl_c_stops_a_command_without_a_traceback(
     assert capsys.readouterr().err == ""
 
 
+def test_ctrl_c_while_the_command_is_loaded_stops_it_without_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # parsing the command line imports the command's module (check's and repair's take a while):
+    # a Ctrl-C then is as quiet as one while the command runs
+    from pi_session_server import cli
+
+    def interrupted_while_importing(argv: list[str]) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_parsers", interrupted_while_importing)
+    assert cli.main(["check", "--no-index"]) == 128 + 2
+    assert capsys.readouterr().err == ""
+
+
 # A command that prints a line, then is stopped by Ctrl-C, in a process of its own.
 _INTERRUPTED_COMMAND = """
 import sys
