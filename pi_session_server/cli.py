@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import codecs
+import errno
 import importlib
 import os
 import sys
 import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import process_exit
 from .commands._common import CommandError
@@ -105,6 +106,31 @@ PRINTABLE = "pi_session.printable"
 codecs.register_error(PRINTABLE, _as_printable)
 
 
+def _open_closed_std_streams() -> bool:
+    """Give a stdout or stderr the process was started without (``>&-``, ``2>&-``: Python makes
+    its stream None, and a message printed to a None stderr goes to stdout) /dev/null in its
+    place, so that no file the command opens takes its descriptor and gets what is written there
+    (a sidecar ``demo`` starts inherits both). Return whether stdout was closed."""
+    stdout_closed = sys.stdout is None
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, _devnull_in_place_of(fd))
+    return stdout_closed
+
+
+def _devnull_in_place_of(fd: int) -> TextIO:
+    """A text stream to /dev/null, at descriptor ``fd`` when that descriptor is closed."""
+    try:
+        os.fstat(fd)
+    except OSError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        if devnull != fd:  # (the lowest free descriptor: 0, when stdin is closed too)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        return open(fd, "w", closefd=False)
+    return open(os.devnull, "w")
+
+
 def _printable_output() -> None:
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
@@ -134,10 +160,13 @@ def main(argv: list[str] | None = None, *, as_program: bool | None = None) -> in
     itself, which Ctrl-C then ends as the signal would (:func:`_end_as_interrupted`)."""
     if as_program is None:
         as_program = argv is None
+    stdout_closed = _open_closed_std_streams()
     buffer_raw_std_streams()
     _printable_output()
     if argv is None:
         argv = sys.argv[1:]
+    if stdout_closed:  # (``pi-session tree FILE >&-``): the output has nowhere to go
+        return _output_failed(OSError(errno.EBADF, "stdout is closed"), _command_in(argv))
     try:
         if argv in EDITORS_SERVE:
             args: Any = _serve_with_defaults(argv)

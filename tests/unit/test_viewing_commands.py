@@ -374,6 +374,35 @@ def test_ctrl_c_stops_a_command_without_a_traceback(
     assert capsys.readouterr().err == ""
 
 
+def _cli_without(fd: int, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``pi-session ARGS`` started with descriptor ``fd`` closed (``>&-``, ``2>&-`` in a shell)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pi_session_server", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(cwd),
+        preexec_fn=lambda: os.close(fd),
+    )
+
+
+def test_a_closed_stdout_is_one_line_on_stderr_and_status_2(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(S.header() + "\n" + S.user("u1", None, "hi") + "\n")
+    done = _cli_without(1, "tree", "--no-index", str(path), cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, "pi-session tree: stdout is closed\n")
+
+
+def test_with_stderr_closed_messages_never_reach_stdout(tmp_path: Path) -> None:
+    missing = _cli_without(2, "tree", "--no-index", str(tmp_path / "missing.jsonl"), cwd=tmp_path)
+    assert (missing.returncode, missing.stdout) == (2, "")
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text(S.header() + "\n" + S.user("u1", None, "hi") + "\n{cut")
+    checked = _cli_without(2, "check", "--no-index", "--json", "--progress", str(damaged), cwd=tmp_path)
+    assert checked.returncode == 1  # the file's error, not a crash
+    assert json.loads(checked.stdout)["totals"]["filesWithErrors"] == 1
+
+
 def test_ctrl_c_while_the_command_is_loaded_stops_it_without_a_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
