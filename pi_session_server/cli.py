@@ -177,6 +177,8 @@ def main(argv: list[str] | None = None, *, as_program: bool | None = None) -> in
         return _interrupted(as_program)
     if isinstance(args, int):
         return args
+    if as_program and args.command != "serve":  # (the server shuts down on a Ctrl-C of its own)
+        _interrupted_in_a_finalizer_ends_the_process()
     if as_program and args.command in LEAVE_AT_ONCE:
         process_exit.arm()
     return _status_of(args, as_program)
@@ -285,6 +287,20 @@ def _interrupted(as_program: bool) -> int:
     if as_program:
         _end_as_interrupted()
     return EXIT_INTERRUPTED
+
+
+def _interrupted_in_a_finalizer_ends_the_process() -> None:
+    """A Ctrl-C that comes while a finalizer runs (an object closing its file as it is collected)
+    is raised in the finalizer, where Python prints it as an "Exception ignored" traceback and goes
+    on: the command would not stop. It ends the process there, as the signal would have."""
+    print_unraisable = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _end_as_interrupted()
+        print_unraisable(unraisable)
+
+    sys.unraisablehook = hook
 
 
 def _end_as_interrupted() -> None:
