@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import codecs
+import errno
 import importlib
 import os
 import sys
 import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import process_exit
 from .commands._common import CommandError
@@ -105,6 +106,31 @@ PRINTABLE = "pi_session.printable"
 codecs.register_error(PRINTABLE, _as_printable)
 
 
+def _open_closed_std_streams() -> bool:
+    """Give a stdout or stderr the process was started without (``>&-``, ``2>&-``: Python makes
+    its stream None, and a message printed to a None stderr goes to stdout) /dev/null in its
+    place, so that no file the command opens takes its descriptor and gets what is written there
+    (a sidecar ``demo`` starts inherits both). Return whether stdout was closed."""
+    stdout_closed = sys.stdout is None
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, _devnull_in_place_of(fd))
+    return stdout_closed
+
+
+def _devnull_in_place_of(fd: int) -> TextIO:
+    """A text stream to /dev/null, at descriptor ``fd`` when that descriptor is closed."""
+    try:
+        os.fstat(fd)
+    except OSError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        if devnull != fd:  # (the lowest free descriptor: 0, when stdin is closed too)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        return open(fd, "w", closefd=False)
+    return open(os.devnull, "w")
+
+
 def _printable_output() -> None:
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
@@ -134,16 +160,25 @@ def main(argv: list[str] | None = None, *, as_program: bool | None = None) -> in
     itself, which Ctrl-C then ends as the signal would (:func:`_end_as_interrupted`)."""
     if as_program is None:
         as_program = argv is None
+    stdout_closed = _open_closed_std_streams()
     buffer_raw_std_streams()
     _printable_output()
     if argv is None:
         argv = sys.argv[1:]
-    if argv in EDITORS_SERVE:
-        args: Any = _serve_with_defaults(argv)
-    else:
-        args = _parsed(argv)
-        if isinstance(args, int):
-            return args
+    if stdout_closed:  # (``pi-session tree FILE >&-``): the output has nowhere to go
+        return _output_failed(OSError(errno.EBADF, "stdout is closed"), _command_in(argv))
+    try:
+        if argv in EDITORS_SERVE:
+            args: Any = _serve_with_defaults(argv)
+        else:
+            # (parsing imports the command's module: a Ctrl-C that early stops it as quietly)
+            args = _parsed(argv)
+    except KeyboardInterrupt:
+        return _interrupted(as_program)
+    if isinstance(args, int):
+        return args
+    if as_program and args.command != "serve":  # (the server shuts down on a Ctrl-C of its own)
+        _interrupted_in_a_finalizer_ends_the_process()
     if as_program and args.command in LEAVE_AT_ONCE:
         process_exit.arm()
     return _status_of(args, as_program)
@@ -155,10 +190,8 @@ def _status_of(args: Any, as_program: bool) -> int:
         status = int(args._run(args) or 0)
     except BrokenPipeError:
         return _reader_gone()
-    except KeyboardInterrupt:  # Ctrl-C: the user knows why the command stopped, no traceback
-        if as_program:
-            _end_as_interrupted()
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        return _interrupted(as_program)
     except (CommandError, PiSessionError, OSError) as error:
         # what the file or the system refused: one line, like the commands' own messages
         text = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
@@ -246,6 +279,28 @@ def _output_failed(error: OSError, command: str | None) -> int:
     print(f"{name}: {error.strerror or error}", file=sys.stderr)
     _stdout_to_devnull()
     return 2
+
+
+def _interrupted(as_program: bool) -> int:
+    """Ctrl-C: the user knows why the command stopped, no traceback. The process ends by the
+    signal (:func:`_end_as_interrupted`); a call from a program gets the status a shell reports."""
+    if as_program:
+        _end_as_interrupted()
+    return EXIT_INTERRUPTED
+
+
+def _interrupted_in_a_finalizer_ends_the_process() -> None:
+    """A Ctrl-C that comes while a finalizer runs (an object closing its file as it is collected)
+    is raised in the finalizer, where Python prints it as an "Exception ignored" traceback and goes
+    on: the command would not stop. It ends the process there, as the signal would have."""
+    print_unraisable = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _end_as_interrupted()
+        print_unraisable(unraisable)
+
+    sys.unraisablehook = hook
 
 
 def _end_as_interrupted() -> None:

@@ -32,6 +32,19 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+def seconds(text: str) -> float:
+    """A --watch-interval: a number of seconds, 0 (never) or more (argparse names it "seconds"
+    when it is no number)."""
+    import math
+
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"must be 0 (never) or a number of seconds, not {text}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(**DEFAULTS)
     parser.add_argument(
@@ -42,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--watch-interval",
-        type=float,
+        type=seconds,
         metavar="SECONDS",
         help="how often held session files are checked for changes by other processes (default 0.15; "
         "0: never, a session keeps what it read, as pi's does)",

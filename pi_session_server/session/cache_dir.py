@@ -352,8 +352,9 @@ class SpooledParts(OwnedDescriptor, Sequence[bytes]):
     __slots__ = ("_ends",)
 
     def __init__(self, directory: str) -> None:
-        super().__init__(unnamed_file(directory))
+        super().__init__()  # (no descriptor until the file is made: collected then, none to close)
         self._ends = array("q")  # where each part ends in the file
+        self.fd = unnamed_file(directory)
 
     def append(self, data: bytes) -> None:
         _write_parts(self.fd, (data,))

@@ -62,3 +62,15 @@ def test_options_may_come_between_the_paths(
     assert err == "" and out.splitlines()[0] == "2 files checked: nothing to repair"
     assert main(["check", "a.jsonl", "--no-index", "--", "-odd.jsonl"]) == 0
     assert capsys.readouterr().out == "a.jsonl: ok\n./-odd.jsonl: ok\n2 files checked: ok\n"
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+def test_a_watch_interval_that_is_no_time_is_a_usage_error(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (it served: a negative one as 0, never following the files, nan as the shortest interval)
+    err = _usage_error(["serve", "--watch-interval", value], capsys)
+    assert err.endswith(
+        f"\npi-session serve: error: argument --watch-interval: must be 0 (never) or a number of "
+        f"seconds, not {value}\n"
+    )

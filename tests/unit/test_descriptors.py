@@ -64,3 +64,18 @@ def test_a_descriptor_closed_behind_its_back_is_no_error() -> None:
     owned.close()
     os.close(write)
     assert owned.fd == -1
+
+
+def test_spooled_parts_that_cannot_make_their_file_leave_no_error_at_collection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (a cache directory that is a file, PI_SESSION_INDEX_DIR=FILE: the command printed "Exception
+    # ignored in OwnedDescriptor.__del__" on stderr)
+    unraisable: list[object] = []
+    monkeypatch.setattr("sys.unraisablehook", unraisable.append)
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("")
+    with pytest.raises(OSError):
+        cache_dir.SpooledParts(str(not_a_directory))
+    gc.collect()
+    assert unraisable == []

@@ -374,6 +374,84 @@ def test_ctrl_c_stops_a_command_without_a_traceback(
     assert capsys.readouterr().err == ""
 
 
+# A command interrupted while a finalizer runs, in a process of its own.
+_INTERRUPTED_IN_A_FINALIZER = """
+import gc, sys
+from pi_session_server.commands import check
+
+class Finalized:
+    def __del__(self):
+        raise KeyboardInterrupt  # (Ctrl-C as the finalizer runs)
+
+def interrupted(args):
+    print("checked so far")
+    Finalized()
+    gc.collect()
+    print("went on after the Ctrl-C")
+    return 0
+
+check.run = interrupted
+from pi_session_server.cli import main; sys.exit(main())
+"""
+
+
+def test_ctrl_c_in_a_finalizer_ends_the_process_by_the_signal() -> None:
+    import signal
+
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_IN_A_FINALIZER, "check", "--no-index"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    # Python printed "Exception ignored in ... __del__" and the command went on, to status 0
+    assert (done.returncode, done.stdout, done.stderr) == (-signal.SIGINT, "checked so far\n", "")
+
+
+def _cli_without(fd: int, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``pi-session ARGS`` started with descriptor ``fd`` closed (``>&-``, ``2>&-`` in a shell)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pi_session_server", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(cwd),
+        preexec_fn=lambda: os.close(fd),
+    )
+
+
+def test_a_closed_stdout_is_one_line_on_stderr_and_status_2(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(S.header() + "\n" + S.user("u1", None, "hi") + "\n")
+    done = _cli_without(1, "tree", "--no-index", str(path), cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, "pi-session tree: stdout is closed\n")
+
+
+def test_with_stderr_closed_messages_never_reach_stdout(tmp_path: Path) -> None:
+    missing = _cli_without(2, "tree", "--no-index", str(tmp_path / "missing.jsonl"), cwd=tmp_path)
+    assert (missing.returncode, missing.stdout) == (2, "")
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text(S.header() + "\n" + S.user("u1", None, "hi") + "\n{cut")
+    checked = _cli_without(2, "check", "--no-index", "--json", "--progress", str(damaged), cwd=tmp_path)
+    assert checked.returncode == 1  # the file's error, not a crash
+    assert json.loads(checked.stdout)["totals"]["filesWithErrors"] == 1
+
+
+def test_ctrl_c_while_the_command_is_loaded_stops_it_without_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # parsing the command line imports the command's module (check's and repair's take a while):
+    # a Ctrl-C then is as quiet as one while the command runs
+    from pi_session_server import cli
+
+    def interrupted_while_importing(argv: list[str]) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_parsers", interrupted_while_importing)
+    assert cli.main(["check", "--no-index"]) == 128 + 2
+    assert capsys.readouterr().err == ""
+
+
 # A command that prints a line, then is stopped by Ctrl-C, in a process of its own.
 _INTERRUPTED_COMMAND = """
 import sys
