@@ -32,7 +32,8 @@ from pi_session_server.session.tree import shared_path_length
 # the view's top list, among stale lists: the row it hangs under is none
 TOP: Final = object()
 # the most rows a branch move names (on the leaf's path now, or no longer): a move further up a
-# long session than that loads the view anew (the ids would be as many bytes as its levels)
+# long session than that loads the view anew (the ids would be as many bytes as its levels), and
+# the server walks the view anew too, not following the move row by row (tree_view)
 MOST_MOVED_ROWS: Final = 20_000
 
 

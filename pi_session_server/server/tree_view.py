@@ -26,6 +26,7 @@ from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT, index_key, js_string_of, strict_equal, truthy
 from pi_session_server.server.params import id_key
 from pi_session_server.server.raw_parts import RawParts
+from pi_session_server.server.tree_held import MOST_MOVED_ROWS
 from pi_session_server.server.wire import encode_rows, encode_rows_into, to_wire
 from pi_session_server.session.describe import (
     PreviewCache,
@@ -604,7 +605,13 @@ class _TreeShape:
         above = path if fork == old_leaf else manager.get_branch(fork)
         if not above or above[-1].id != fork:
             return None
-        self._take_in(roots, manager.by_id, above, tail, appended)
+        # how many entries the old leaf's path and the new one share: all of the old one below the
+        # old leaf (pi's turn; a long path is not compared with itself)
+        shared = len(path) if above is path else shared_path_length(path, above)
+        if len(path) + len(above) - 2 * shared > MOST_MOVED_ROWS:
+            return None  # (every row that left or joined the path would be looked at again: a walk
+            # anew of what is asked costs less, and a view told the move by `since` reloads)
+        self._take_in(roots, manager.by_id, above, tail, appended, shared)
         return self
 
     def _take_in(
@@ -614,17 +621,16 @@ class _TreeShape:
         above: list[Any],
         tail: list[Any],
         appended: list[Any],
+        shared: int,
     ) -> None:
         """:meth:`followed` once it found that it can: ``tail`` the new leaf's path below the
-        older entry the last of ``above`` (the path down to it: the old leaf's, or another)."""
+        older entry the last of ``above`` (the path down to it: the old leaf's, or another), of
+        which the first ``shared`` are on the old leaf's path too."""
         node_of = roots.node_of
         assert node_of is not None  # (checked by followed)
         path = self.leaf_path
         assert type(path) is list
         old_leaf = self.leaf_id
-        # how many entries the old leaf's path and the new one share: all of the old one below the
-        # old leaf (pi's turn; a long path is not compared with itself)
-        shared = len(path) if above is path else shared_path_length(path, above)
         left, joined = path[shared:], above[shared:]  # off the path now; older ones on it now
         # and where the two part, if they do: another of its children is on the path
         parted = [path[shared - 1]] if shared and (left or joined) else []

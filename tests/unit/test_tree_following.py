@@ -565,6 +565,31 @@ def test_a_move_of_the_leaf_records_the_nodes_it_changed_only_for_levels_kept(
     assert methods_read._tree_shapes.kept(manager) is shape and recorded[2] > 1
 
 
+def test_a_move_of_more_rows_than_a_delta_names_is_walked_anew_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pi/branch further up the path than :data:`~tree_held.MOST_MOVED_ROWS` rows (a 2 GB session's
+    top level after Branch Here: hundreds of thousands of rows leave the path): the kept shape is
+    not followed row by row (a view told the move by ``since`` reloads anyway), the top level is
+    walked anew; a nearer move is followed. The answers are a fresh server's."""
+    from pi_session_server.server import tree_view
+
+    monkeypatch.setattr(tree_view, "MOST_MOVED_ROWS", 6)
+    path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
+    manager = SessionManager.open(str(path))
+    top = {**_flat(("default", True, None)), "chain": True, "offset": 0, "limit": 5}
+    branch = manager.get_branch()
+    _answer(manager, top)
+    for moved_to, followed in ((branch[-3].id, True), (branch[2].id, False)):
+        shape = methods_read._tree_shapes.kept(manager)
+        manager.branch(moved_to)
+        answer = _answer(manager, top)
+        assert (methods_read._tree_shapes.kept(manager) is shape) is followed, moved_to
+        fresh = SessionManager.open(str(path))
+        fresh.branch(moved_to)
+        assert answer == _answer(fresh, top), moved_to
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_followed_session_whose_leaf_moves_answers_as_a_fresh_one(tmp_path: Path, seed: int) -> None:
     """Between the turns appended, the leaf moved alone (pi/branch to any older entry, up its path,
