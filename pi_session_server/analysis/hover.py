@@ -150,7 +150,8 @@ def _code(value: Any) -> str:
     """A value of the file in code (cut like message text): nothing in it reads as markdown (a code
     span is on one line: a blank line in it would end it, and the paragraph)."""
     text = shown_line(cut(js_string_of(value, TEXT_LIMIT + 1), TEXT_LIMIT).replace("`", "'"))
-    return f"`{text}`"
+    # an empty code span is no code span to Markdown: it would show its two backticks
+    return f"`{text}`" if text else "*empty*"
 
 
 def _num(x: Any) -> str:
@@ -287,7 +288,10 @@ def _body_facts(info: LineInfo, value: Any) -> list[str]:
     elif info.etype == "thinking_level_change":
         out.append(f"**thinking level** {_code(get(value, 'thinkingLevel'))}")
     elif info.etype == "label":
-        out.append(f"**target** {_code(get(value, 'targetId'))} · label {_code(get(value, 'label'))}")
+        # what the line does to its target's label, as pi reads it (and the outline and lenses say)
+        shown = label_text(get(value, "label"))
+        label = "label cleared" if shown is None else f"label {_code(shown)}"
+        out.append(f"**target** {_code(get(value, 'targetId'))} · {label}")
     elif info.etype == "context_edit":
         replacement = get(value, "replacement")
         kind = "omit" if replacement is None else "replace"

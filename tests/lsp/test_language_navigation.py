@@ -98,6 +98,28 @@ async def test_hover_on_the_header(editor: Editor, uri: str) -> None:
     assert "7 entries" in text and "**leaf** `g` (line 8)" in text
 
 
+async def test_hover_on_a_label_line_that_takes_the_label_back_says_it_is_cleared(editor: Editor) -> None:
+    # a label line without `label` (pi writes none to clear it) or with an empty one clears its
+    # target's label, as the outline's "[label cleared]" says; an empty value is no empty code span
+    # (Markdown would show its two backticks)
+    uri = await open_clean(
+        editor,
+        [
+            S.header(),
+            S.user("a", None),
+            S.label("l", "a", "a", None),
+            S.label("m", "l", "a", ""),
+            S.model_change("n", "m", provider=""),
+        ],
+    )
+    for line in (2, 3):
+        text = await hover_text(editor, uri, editor.pos_of(uri, line, "label"))
+        assert "**target** `a` · label cleared" in text
+        assert "undefined" not in text and "``" not in text
+    model = await hover_text(editor, uri, editor.pos_of(uri, 4, "model_change"))
+    assert "**model** *empty* / `m`" in model and "``" not in model
+
+
 async def test_hover_on_a_value_written_over_in_its_line_says_pi_ignores_it(editor: Editor) -> None:
     # JSON.parse keeps the last of a key written twice: the first parentId ("a") is not the
     # entry's parent, and a message written twice leaves the first one unread
