@@ -149,9 +149,15 @@ def _json_code(text: bytes) -> str:
 def _code(value: Any) -> str:
     """A value of the file in code (cut like message text): nothing in it reads as markdown (a code
     span is on one line: a blank line in it would end it, and the paragraph)."""
+    if value is ABSENT:  # JavaScript's `undefined`, which pi would show, tells a reader nothing
+        return "*missing*"
     text = shown_line(cut(js_string_of(value, TEXT_LIMIT + 1), TEXT_LIMIT).replace("`", "'"))
     # an empty code span is no code span to Markdown: it would show its two backticks
     return f"`{text}`" if text else "*empty*"
+
+
+def _js_or_unknown(value: Any) -> str:
+    return "?" if value is ABSENT else js_string_of(value)
 
 
 def _num(x: Any) -> str:
@@ -303,7 +309,8 @@ def _message_facts(info: LineInfo, value: Any) -> list[str]:
     out: list[str] = []
     message = get(value, "message")
     if info.role == "assistant":
-        model = f"{js_string_of(get(message, 'provider'))} / {js_string_of(get(message, 'model'))}"
+        named = [get(message, "provider"), get(message, "model")]
+        model = ABSENT if all(v is ABSENT for v in named) else " / ".join(_js_or_unknown(v) for v in named)
         out.append(f"**model** {_code(model)} · stop {_code(get(message, 'stopReason'))}")
         out.extend(_usage(get(message, "usage")))
         error = get(message, "errorMessage")

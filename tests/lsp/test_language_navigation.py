@@ -120,6 +120,30 @@ async def test_hover_on_a_label_line_that_takes_the_label_back_says_it_is_cleare
     assert "**model** *empty* / `m`" in model and "``" not in model
 
 
+async def test_hover_on_an_entry_missing_fields_says_they_are_missing(editor: Editor) -> None:
+    # an assistant message of an early pi (a real file: no provider, model nor stopReason): its
+    # hover says what is missing, not JavaScript's `undefined`
+    bare = '{"role":"assistant","content":[{"type":"text","text":"x"}]}'
+    only_model = '{"role":"assistant","content":[],"model":"m","stopReason":"stop"}'
+    uri = editor.fresh_uri()
+    await editor.open(
+        uri,
+        "\n".join(
+            [
+                S.header(),
+                S.user("a", None),
+                f'{{"type":"message","id":"b","parentId":"a","timestamp":"2026-11-30T09:13:48.180Z","message":{bare}}}',
+                f'{{"type":"message","id":"c","parentId":"b","timestamp":"2026-11-30T09:13:48.180Z","message":{only_model}}}',
+            ]
+        )
+        + "\n",
+    )
+    text = await hover_text(editor, uri, editor.pos_of(uri, 2, "assistant"))
+    assert "**model** *missing* · stop *missing*" in text and "undefined" not in text
+    text = await hover_text(editor, uri, editor.pos_of(uri, 3, "assistant"))
+    assert "**model** `? / m` · stop `stop`" in text
+
+
 async def test_hover_on_a_value_written_over_in_its_line_says_pi_ignores_it(editor: Editor) -> None:
     # JSON.parse keeps the last of a key written twice: the first parentId ("a") is not the
     # entry's parent, and a message written twice leaves the first one unread
