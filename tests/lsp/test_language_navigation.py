@@ -322,6 +322,19 @@ async def test_inlay_hints_and_code_lenses(editor: Editor, uri: str) -> None:
     }
 
 
+async def test_inlay_hints_of_a_range_given_end_first(editor: Editor, uri: str) -> None:
+    # a range given end first is taken start first, as everywhere (it answered no hint)
+    async def hint_lines(start: types.Position, end: types.Position) -> list[int]:
+        hints = await editor.client.text_document_inlay_hint_async(
+            types.InlayHintParams(text_document=td(uri), range=types.Range(start, end))
+        )
+        return sorted(h.position.line for h in hints or [])
+
+    forward = await hint_lines(types.Position(2, 0), types.Position(5, 3))
+    assert forward == [2, 3, 4, 5]
+    assert await hint_lines(types.Position(5, 3), types.Position(2, 0)) == forward
+
+
 async def test_the_leaf_lens_follows_the_session_held_on_the_file(editor: Editor, tmp_path: Path) -> None:
     """pi/branch (the editors' Branch Here) moves the held session's leaf: the lenses and hints of
     the file's document follow it, and a client that can refresh its lenses is asked to."""
