@@ -251,7 +251,11 @@ def entry_markdown(doc: SessionDocument, info: LineInfo) -> str:
         effect = edit_effect(doc, edit)
         out.append(f"**edited** by line {edit.line + 1} ({_code(edit.id)}): {effect.on_target}")
     when = _time(info.timestamp)
-    out.append(f"**time** {when}" if when else f"**time** {_code(info.timestamp)} (unreadable)")
+    if when:
+        out.append(f"**time** {when}")
+    else:
+        unreadable = "" if info.timestamp is ABSENT else " (unreadable)"
+        out.append(f"**time** {_code(info.timestamp)}{unreadable}")
     value = full_value(info, doc.errors)
     out.extend(_body_facts(info, value))
     preview = _preview(info, value)

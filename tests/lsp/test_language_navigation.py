@@ -134,6 +134,7 @@ async def test_hover_on_an_entry_missing_fields_says_they_are_missing(editor: Ed
                 S.user("a", None),
                 f'{{"type":"message","id":"b","parentId":"a","timestamp":"2026-11-30T09:13:48.180Z","message":{bare}}}',
                 f'{{"type":"message","id":"c","parentId":"b","timestamp":"2026-11-30T09:13:48.180Z","message":{only_model}}}',
+                f'{{"type":"message","id":"d","parentId":"c","message":{only_model}}}',
             ]
         )
         + "\n",
@@ -142,6 +143,8 @@ async def test_hover_on_an_entry_missing_fields_says_they_are_missing(editor: Ed
     assert "**model** *missing* · stop *missing*" in text and "undefined" not in text
     text = await hover_text(editor, uri, editor.pos_of(uri, 3, "assistant"))
     assert "**model** `? / m` · stop `stop`" in text
+    untimed = await hover_text(editor, uri, editor.pos_of(uri, 4, "assistant"))
+    assert "**time** *missing*\n" in untimed
 
 
 async def test_hover_on_a_value_written_over_in_its_line_says_pi_ignores_it(editor: Editor) -> None:
