@@ -149,8 +149,15 @@ def _json_code(text: bytes) -> str:
 def _code(value: Any) -> str:
     """A value of the file in code (cut like message text): nothing in it reads as markdown (a code
     span is on one line: a blank line in it would end it, and the paragraph)."""
+    if value is ABSENT:  # JavaScript's `undefined`, which pi would show, tells a reader nothing
+        return "*missing*"
     text = shown_line(cut(js_string_of(value, TEXT_LIMIT + 1), TEXT_LIMIT).replace("`", "'"))
-    return f"`{text}`"
+    # an empty code span is no code span to Markdown: it would show its two backticks
+    return f"`{text}`" if text else "*empty*"
+
+
+def _js_or_unknown(value: Any) -> str:
+    return "?" if value is ABSENT else js_string_of(value)
 
 
 def _num(x: Any) -> str:
@@ -244,7 +251,11 @@ def entry_markdown(doc: SessionDocument, info: LineInfo) -> str:
         effect = edit_effect(doc, edit)
         out.append(f"**edited** by line {edit.line + 1} ({_code(edit.id)}): {effect.on_target}")
     when = _time(info.timestamp)
-    out.append(f"**time** {when}" if when else f"**time** {_code(info.timestamp)} (unreadable)")
+    if when:
+        out.append(f"**time** {when}")
+    else:
+        unreadable = "" if info.timestamp is ABSENT else " (unreadable)"
+        out.append(f"**time** {_code(info.timestamp)}{unreadable}")
     value = full_value(info, doc.errors)
     out.extend(_body_facts(info, value))
     preview = _preview(info, value)
@@ -287,7 +298,10 @@ def _body_facts(info: LineInfo, value: Any) -> list[str]:
     elif info.etype == "thinking_level_change":
         out.append(f"**thinking level** {_code(get(value, 'thinkingLevel'))}")
     elif info.etype == "label":
-        out.append(f"**target** {_code(get(value, 'targetId'))} · label {_code(get(value, 'label'))}")
+        # what the line does to its target's label, as pi reads it (and the outline and lenses say)
+        shown = label_text(get(value, "label"))
+        label = "label cleared" if shown is None else f"label {_code(shown)}"
+        out.append(f"**target** {_code(get(value, 'targetId'))} · {label}")
     elif info.etype == "context_edit":
         replacement = get(value, "replacement")
         kind = "omit" if replacement is None else "replace"
@@ -299,7 +313,8 @@ def _message_facts(info: LineInfo, value: Any) -> list[str]:
     out: list[str] = []
     message = get(value, "message")
     if info.role == "assistant":
-        model = f"{js_string_of(get(message, 'provider'))} / {js_string_of(get(message, 'model'))}"
+        named = [get(message, "provider"), get(message, "model")]
+        model = ABSENT if all(v is ABSENT for v in named) else " / ".join(_js_or_unknown(v) for v in named)
         out.append(f"**model** {_code(model)} · stop {_code(get(message, 'stopReason'))}")
         out.extend(_usage(get(message, "usage")))
         error = get(message, "errorMessage")

@@ -145,6 +145,23 @@ _SYMBOL_KINDS = {
 FIX_ALL = "source.fixAll.pi-session"
 
 
+def _start_first(asked: types.Range) -> types.Range:
+    """The range a client gave end first (a selection made upwards), start first."""
+    start, end = asked.start, asked.end
+    if (end.line, end.character) < (start.line, start.character):
+        return types.Range(end, start)
+    return asked
+
+
+def _last_line_selected(selection: types.Range) -> int:
+    """The last line a selection holds a character of: one that ends at the start of a line (a
+    whole line selected, as clicking its number does) ends on the line before."""
+    end = selection.end
+    if end.character == 0 and end.line > selection.start.line:
+        return end.line - 1
+    return end.line
+
+
 def _asks_for(only: Sequence[str], kind: str) -> bool:
     """Does a ``context.only`` list ask for actions of ``kind``? (A kind covers its subkinds:
     "source" asks for "source.fixAll.pi-session".)"""
@@ -1300,8 +1317,9 @@ class LanguageFeatures:
         return out
 
     def inlay_hints(self, state: DocState, params: types.InlayHintParams) -> list[types.InlayHint]:
-        first = self.line_of(state, params.range.start.line)
-        last = self.line_of(state, params.range.end.line)
+        asked = _start_first(params.range)
+        first = self.line_of(state, asked.start.line)
+        last = self.line_of(state, asked.end.line)
         out = []
         for n, h in enumerate(
             hints_mod.inlay_hints(state.opened(), first, last, lambda: self.still_current(state))
@@ -1372,8 +1390,9 @@ class LanguageFeatures:
                 out.append(fix_all)
         if only is not None and not _asks_for(only, types.CodeActionKind.QuickFix):
             return out
-        first = self.line_of(state, params.range.start.line)
-        last = max(first, self.line_of(state, params.range.end.line))
+        selection = _start_first(params.range)
+        first = self.line_of(state, selection.start.line)
+        last = max(first, self.line_of(state, _last_line_selected(selection)))
         resolve = self._resolve_support()
         # (its lines' only: asked at a pause of the search for the document's, it would make that twice)
         diags = diagnostics_of_lines(doc, first, last)

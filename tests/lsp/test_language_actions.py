@@ -517,3 +517,32 @@ async def test_resolving_an_action_of_a_document_gone_meanwhile_gives_it_back_un
     resolved = await editor.client.code_action_resolve_async(action)
     assert resolved is not None
     assert resolved.title == action.title and resolved.edit is None and resolved.command is None
+
+
+async def test_a_whole_line_selected_gets_the_quick_fixes_of_that_line_only(editor: Editor) -> None:
+    # selecting line 2 whole (clicking its number) sends a range that ends at the start of line 3:
+    # no character of line 3 is selected, so its quick fix is not offered
+    uri = editor.fresh_uri()
+    text = doc(S.header(), S.user("a", None), S.user("b", "gone"), S.user("c", "lost"))
+    assert codes_by_line(await editor.open(uri, text)) == [(2, "PI031"), (3, "PI031")]
+
+    async def titles(start: types.Position, end: types.Position) -> list[str]:
+        found = await editor.client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri),
+                range=types.Range(start, end),
+                context=types.CodeActionContext(diagnostics=[]),
+            )
+        )
+        return [a.title for a in found or [] if isinstance(a, types.CodeAction)]
+
+    line_2 = await titles(types.Position(2, 0), types.Position(3, 0))
+    assert len(line_2) == 1 and "`a` (line 2)" in line_2[0]
+    # a character of line 3 selected: its fix too
+    assert len(await titles(types.Position(2, 0), types.Position(3, 1))) == 2
+    # the cursor at the start of line 3: that line's
+    (line_3,) = await titles(types.Position(3, 0), types.Position(3, 0))
+    assert "`b` (line 3)" in line_3
+    # a selection made upwards (the range given end first) is the same selection
+    assert await titles(types.Position(3, 0), types.Position(2, 0)) == line_2
+    assert len(await titles(types.Position(3, 1), types.Position(2, 0))) == 2

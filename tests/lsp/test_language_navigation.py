@@ -98,6 +98,55 @@ async def test_hover_on_the_header(editor: Editor, uri: str) -> None:
     assert "7 entries" in text and "**leaf** `g` (line 8)" in text
 
 
+async def test_hover_on_a_label_line_that_takes_the_label_back_says_it_is_cleared(editor: Editor) -> None:
+    # a label line without `label` (pi writes none to clear it) or with an empty one clears its
+    # target's label, as the outline's "[label cleared]" says; an empty value is no empty code span
+    # (Markdown would show its two backticks)
+    uri = await open_clean(
+        editor,
+        [
+            S.header(),
+            S.user("a", None),
+            S.label("l", "a", "a", None),
+            S.label("m", "l", "a", ""),
+            S.model_change("n", "m", provider=""),
+        ],
+    )
+    for line in (2, 3):
+        text = await hover_text(editor, uri, editor.pos_of(uri, line, "label"))
+        assert "**target** `a` · label cleared" in text
+        assert "undefined" not in text and "``" not in text
+    model = await hover_text(editor, uri, editor.pos_of(uri, 4, "model_change"))
+    assert "**model** *empty* / `m`" in model and "``" not in model
+
+
+async def test_hover_on_an_entry_missing_fields_says_they_are_missing(editor: Editor) -> None:
+    # an assistant message of an early pi (a real file: no provider, model nor stopReason): its
+    # hover says what is missing, not JavaScript's `undefined`
+    bare = '{"role":"assistant","content":[{"type":"text","text":"x"}]}'
+    only_model = '{"role":"assistant","content":[],"model":"m","stopReason":"stop"}'
+    uri = editor.fresh_uri()
+    await editor.open(
+        uri,
+        "\n".join(
+            [
+                S.header(),
+                S.user("a", None),
+                f'{{"type":"message","id":"b","parentId":"a","timestamp":"2026-11-30T09:13:48.180Z","message":{bare}}}',
+                f'{{"type":"message","id":"c","parentId":"b","timestamp":"2026-11-30T09:13:48.180Z","message":{only_model}}}',
+                f'{{"type":"message","id":"d","parentId":"c","message":{only_model}}}',
+            ]
+        )
+        + "\n",
+    )
+    text = await hover_text(editor, uri, editor.pos_of(uri, 2, "assistant"))
+    assert "**model** *missing* · stop *missing*" in text and "undefined" not in text
+    text = await hover_text(editor, uri, editor.pos_of(uri, 3, "assistant"))
+    assert "**model** `? / m` · stop `stop`" in text
+    untimed = await hover_text(editor, uri, editor.pos_of(uri, 4, "assistant"))
+    assert "**time** *missing*\n" in untimed
+
+
 async def test_hover_on_a_value_written_over_in_its_line_says_pi_ignores_it(editor: Editor) -> None:
     # JSON.parse keeps the last of a key written twice: the first parentId ("a") is not the
     # entry's parent, and a message written twice leaves the first one unread
@@ -274,6 +323,19 @@ async def test_inlay_hints_and_code_lenses(editor: Editor, uri: str) -> None:
         2: "label “important”",
         7: "$(target) leaf: pi continues here",
     }
+
+
+async def test_inlay_hints_of_a_range_given_end_first(editor: Editor, uri: str) -> None:
+    # a range given end first is taken start first, as everywhere (it answered no hint)
+    async def hint_lines(start: types.Position, end: types.Position) -> list[int]:
+        hints = await editor.client.text_document_inlay_hint_async(
+            types.InlayHintParams(text_document=td(uri), range=types.Range(start, end))
+        )
+        return sorted(h.position.line for h in hints or [])
+
+    forward = await hint_lines(types.Position(2, 0), types.Position(5, 3))
+    assert forward == [2, 3, 4, 5]
+    assert await hint_lines(types.Position(5, 3), types.Position(2, 0)) == forward
 
 
 async def test_the_leaf_lens_follows_the_session_held_on_the_file(editor: Editor, tmp_path: Path) -> None:
