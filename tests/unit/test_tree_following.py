@@ -18,6 +18,7 @@ from __future__ import annotations
 import glob
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -150,20 +151,11 @@ def _follow_and_compare(tmp_path: Path, lines: list[str], seed: int = 0) -> int:
     view follow; after each turn compare their answers with a fresh manager's. The number of
     states compared."""
     rng = random.Random(seed)
-    header, entries = lines[0], lines[1:]
-    steps = _steps(entries, rng)
     path = tmp_path / "followed.jsonl"
-    path.write_text(header + "\n" + "\n".join(steps[0]) + "\n", encoding="utf-8")
-    windows = [SessionManager.open(str(path)) for _ in VIEWS]
-    whole = [SessionManager.open(str(path)) for _ in VIEWS]
-    written = list(steps[0])
-    for turn, step in enumerate(steps):
-        if turn:
-            with path.open("a", encoding="utf-8") as file:
-                file.write("\n".join(step) + "\n")
-            written += step
-            for manager in (*windows, *whole):
-                manager.refresh_from_disk()
+    turns = 0
+    for turn, managers, written in _followed_turns(path, lines, rng, 2 * len(VIEWS)):
+        turns += 1
+        windows, whole = managers[: len(VIEWS)], managers[len(VIEWS) :]
         ids = _ids_of(written)
         picked = rng.sample(ids, min(3, len(ids)))
         for view, followed, followed_whole in zip(VIEWS, windows, whole, strict=True):
@@ -177,7 +169,27 @@ def _follow_and_compare(tmp_path: Path, lines: list[str], seed: int = 0) -> int:
                 assert answers[-1] == alone, (turn, view)
             expected_whole = _whole_answers(fresh, view)
             assert _whole_answers(followed_whole, view) == expected_whole, (turn, view)
-    return len(steps)
+    return turns
+
+
+def _followed_turns(
+    path: Path, lines: list[str], rng: random.Random, followers: int
+) -> Iterator[tuple[int, list[SessionManager], list[str]]]:
+    """Write ``lines`` (a header, then entries) to ``path`` a turn at a time (:func:`_steps`),
+    followed by ``followers`` managers opened on the first turn: after each turn is written and
+    the managers refreshed, its number, the managers and the lines written so far."""
+    steps = _steps(lines[1:], rng)
+    path.write_text(lines[0] + "\n" + "\n".join(steps[0]) + "\n", encoding="utf-8")
+    managers = [SessionManager.open(str(path)) for _ in range(followers)]
+    written = list(steps[0])
+    for turn, step in enumerate(steps):
+        if turn:
+            with path.open("a", encoding="utf-8") as file:
+                file.write("\n".join(step) + "\n")
+            written += step
+            for manager in managers:
+                manager.refresh_from_disk()
+        yield turn, managers, written
 
 
 def _file_lines(text: str) -> list[str]:
@@ -598,18 +610,8 @@ def test_a_followed_session_whose_leaf_moves_answers_as_a_fresh_one(tmp_path: Pa
     source = tmp_path / "random.jsonl"
     random_session(rng, source)
     lines = _file_lines(source.read_text(encoding="utf-8"))
-    steps = _steps(lines[1:], rng)
     path = tmp_path / "followed.jsonl"
-    path.write_text(lines[0] + "\n" + "\n".join(steps[0]) + "\n", encoding="utf-8")
-    managers = [SessionManager.open(str(path)) for _ in VIEWS]
-    written = list(steps[0])
-    for turn, step in enumerate(steps):
-        if turn:
-            with path.open("a", encoding="utf-8") as file:
-                file.write("\n".join(step) + "\n")
-            written += step
-            for manager in managers:
-                manager.refresh_from_disk()
+    for turn, managers, written in _followed_turns(path, lines, rng, len(VIEWS)):
         ids = _ids_of(written)
         for move in range(3):
             path_ids = [entry.id for entry in managers[0].get_branch()]
