@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..format.jsjson import JsonSyntaxError, parse
+from ..regular_file import open_regular
 from .environment import Environment, current
 from .paths import StrPath, get_agent_dir, node_join, normalize_path, path_given, resolve_path
 
@@ -55,7 +56,8 @@ def settings_session_dir(env: Environment | None = None) -> str | None:
     merged = _settings_at(node_join(resolve_path(get_agent_dir(env), env=env), SETTINGS_FILE))
     if env.cwd:  # (a removed working directory has no project settings to read)
         project = _settings_at(node_join(resolve_path(env.cwd, env=env), _PROJECT_CONFIG_DIR, SETTINGS_FILE))
-        merged = {**merged, **project}  # (a deep merge: sessionDir is a leaf, the project's wins)
+        # pi merges them deeply; sessionDir is a leaf: the project's value when it has one
+        merged = {**merged, **project}
     value = merged.get(_SESSION_DIR_KEY)
     if not isinstance(value, str) or not value:
         return None
@@ -65,9 +67,10 @@ def settings_session_dir(env: Environment | None = None) -> str | None:
 def _settings_at(path: str) -> dict[str, Any]:
     """The settings in the file at ``path``: none when pi's load of it would fail or find none."""
     try:
-        with open(path, "rb") as f:
+        # a FIFO or a device is refused (pi would wait on it, or read it without end)
+        with open(open_regular(path), "rb") as f:
             data = f.read()
-    except (OSError, ValueError):  # missing, unreadable, a directory, a NUL in the path
+    except (OSError, ValueError):  # missing, unreadable, a directory, not a regular file, a NUL
         return {}
     text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")  # as readFileSync + stripBom
     if not text:

@@ -45,12 +45,8 @@ class Environment:
     session_dir: str | None = None
 
     def __post_init__(self) -> None:
-        for name in (
-            "cwd",
-            "home",
-            "agent_dir",
-            "session_dir",
-        ):  # a pathlib.Path is taken as the path it names
+        # a pathlib.Path is taken as the path it names
+        for name in ("cwd", "home", "agent_dir", "session_dir"):
             value = getattr(self, name)
             if isinstance(value, os.PathLike) and isinstance(os.fspath(value), str):
                 object.__setattr__(self, name, os.fspath(value))

@@ -104,6 +104,12 @@ def test_an_unreadable_settings_file_or_a_directory_is_no_error(root: Path) -> N
         _global(root).chmod(0o600)
 
 
+def test_a_fifo_as_settings_file_is_not_waited_on(root: Path) -> None:
+    os.mkfifo(_project(root))
+    _settings(_global(root), b'{"sessionDir": "/global"}')
+    assert cli_session_dir(None, _env(root)) == "/global"
+
+
 def test_a_byte_order_mark_and_invalid_utf8_are_read_as_pi_reads_them(root: Path) -> None:
     _settings(_global(root), b'\xef\xbb\xbf{"sessionDir": "/s\xff"}')
     assert cli_session_dir(None, _env(root)) == "/s\ufffd"
