@@ -6,7 +6,8 @@ pytest only takes options from conftest files it loads before parsing the comman
 
 The persistent indexes of the session files tests open (session/scan_index.py) go to a directory of
 this test run, never to the user's cache; servers and commands the tests start inherit it.
-COLUMNS is removed: the commands then print at the fixed width of a pipe, which the tests pin.
+COLUMNS is removed: the commands then print at the fixed width of a pipe, which the tests pin;
+PI_CODING_AGENT_SESSION_DIR too, so that the commands look where a test's agent directory is.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ if "PI_SESSION_INDEX_DIR" not in os.environ:
 # The commands' output width follows COLUMNS (commands/_common.terminal_columns): a developer's
 # exported COLUMNS would change the text tests pin, which they write for a pipe's fixed width.
 os.environ.pop("COLUMNS", None)
+# A developer's PI_CODING_AGENT_SESSION_DIR would send `list` and `check` there instead of the agent
+# directory a test sets up (session/cli_session_dir.py).
+os.environ.pop("PI_CODING_AGENT_SESSION_DIR", None)
 
 
 @pytest.fixture

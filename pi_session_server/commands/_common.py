@@ -99,6 +99,17 @@ def add_pi_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_session_dir_argument(parser: argparse.ArgumentParser) -> None:
+    """``--session-dir DIR``: pi's flag of that name, over ``$PI_CODING_AGENT_SESSION_DIR`` and the
+    ``sessionDir`` setting (session/cli_session_dir.py)."""
+    parser.add_argument(
+        "--session-dir",
+        metavar="DIR",
+        help="where pi keeps sessions, as pi's --session-dir (default: $PI_CODING_AGENT_SESSION_DIR, "
+        "else the sessionDir setting, else the agent directory's sessions)",
+    )
+
+
 def add_index_argument(
     parser: argparse.ArgumentParser,
     what: str = "neither read nor write the session's index in the cache directory",

@@ -5,12 +5,13 @@ Each problem is printed as ``file:line:column: severity code message`` (1-based;
 characters), followed by a summary per file and a total. ``--json`` prints one JSON document
 instead (written as it goes). The exit status is 1 when any file has an error, 2 when a path does
 not exist (the others are checked all the same). Directories are searched for ``*.jsonl`` files
-recursively; with no path, pi's session directory is checked. Files are analysed one at a time
-(commands/check_analysis.py), each line read once and kept as its facts and its place in the file
-(bytes are read again for the lines a problem is on), so memory stays small whatever the size or
-number of files; the problems of a file unchanged since it was last checked are printed from what
-was kept then (commands/check_report.py). A progress line is shown on stderr when it is a
-terminal.
+recursively; with no path, where pi keeps sessions is checked (the directory pi's command line
+chooses, session/cli_session_dir.py, else every session under the agent directory). Files are
+analysed one at a time (commands/check_analysis.py), each line read once and kept as its facts and
+its place in the file (bytes are read again for the lines a problem is on), so memory stays small
+whatever the size or number of files; the problems of a file unchanged since it was last checked
+are printed from what was kept then (commands/check_report.py). A progress line is shown on stderr
+when it is a terminal.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from typing import Any, NamedTuple, TextIO
 from ..render.glyphs import cut_start
 from ..render.terminal_text import one_terminal_line
 from ._common import (
+    CommandError,
     Progress,
     add_index_argument,
     add_pi_argument,
+    add_session_dir_argument,
     broken_link_problem,
     counted,
 )
@@ -44,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "paths",
         nargs="*",
         metavar="PATH",
-        help="session files or directories (default: pi's session directory)",
+        help="session files or directories (default: where pi keeps sessions)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     parser.add_argument(
@@ -67,6 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="always show progress on stderr",
     )
     progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
+    add_session_dir_argument(parser)
     add_pi_argument(parser)
     add_index_argument(
         parser,
@@ -132,10 +136,20 @@ def _walk(root: str) -> Iterator[str]:
                 yield os.path.join(folder, name)
 
 
-def default_paths() -> list[str]:
+def _paths_to_check(args: argparse.Namespace) -> list[str]:
+    """The paths given, else where pi keeps sessions (``--session-dir`` says where, with no path)."""
+    if args.paths and args.session_dir:
+        raise CommandError("give paths or --session-dir, not both")
+    return list(args.paths) or default_paths(args.session_dir)
+
+
+def default_paths(session_dir: str | None = None) -> list[str]:
+    """Where pi keeps sessions: the directory its command line chooses (``session_dir`` being
+    ``--session-dir``), else the sessions of every directory under the agent directory."""
+    from ..session.cli_session_dir import cli_session_dir
     from ..session.paths import get_sessions_root
 
-    return [get_sessions_root()]
+    return [cli_session_dir(session_dir) or get_sessions_root()]
 
 
 # ---------------------------------------------------------------------- one file
@@ -167,7 +181,7 @@ def summary_text(counts: dict[str, int]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    paths = list(args.paths) or default_paths()
+    paths = _paths_to_check(args)
     found_files = session_files(paths)
     say_what_was_not_found("check", found_files, given=bool(args.paths))
     files = found_files.files

@@ -1,9 +1,11 @@
-"""``pi-session list [DIR] [--all] [--json]``: the sessions there are to open, newest first, each
-with when it last changed, how many messages it holds, its name or first message, and its file
-(what ``tree``, ``context`` and ``check`` take).
+"""``pi-session list [DIR] [--all] [--session-dir DIR] [--json]``: the sessions there are to open,
+newest first, each with when it last changed, how many messages it holds, its name or first
+message, and its file (what ``tree``, ``context`` and ``check`` take).
 
 The sessions are those pi keeps for the current directory (what ``pi --resume`` offers), those of
-every directory (``--all``), or the session files in DIR. They are read as pi's
+every directory (``--all``), or the session files in DIR. Where pi keeps them is what pi's command
+line chooses (``--session-dir``, ``$PI_CODING_AGENT_SESSION_DIR``, the ``sessionDir`` setting:
+session/cli_session_dir.py), else SessionManager's default. They are read as pi's
 ``SessionManager.list``/``listAll`` read them (session/listing.py), without the sessions' whole
 text, which a listing does not show. Nothing is created or changed: where pi's ``list`` would make
 the current directory's session directory, an absent one lists no sessions."""
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 from ._common import (
     CommandError,
     Progress,
+    add_session_dir_argument,
     broken_link_problem,
     counted,
     output_encoding,
@@ -54,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--all", action="store_true", help="the sessions of every directory pi keeps sessions for"
     )
+    add_session_dir_argument(parser)
     parser.add_argument(
         "--json", action="store_true", help="print pi's session infos as JSON (without allMessagesText)"
     )
@@ -68,14 +72,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.all and args.directory:
         raise CommandError("give a directory or --all, not both")
+    if args.session_dir and args.directory:
+        raise CommandError("give a directory or --session-dir, not both")
+    from ..session.cli_session_dir import cli_session_dir
+
+    # where pi's command line looks (None: SessionManager's default); a directory given is not it
+    session_dir = None if args.directory else cli_session_dir(args.session_dir)
     columns = terminal_columns()
     # the first message is read as far as a title can show of it (at least the narrowest title the
     # terminal's width leaves)
-    infos = _sessions(args, args.width or (max(columns, NARROWEST_TITLE) if columns else DEFAULT_WIDTH))
+    infos = _sessions(
+        args, session_dir, args.width or (max(columns, NARROWEST_TITLE) if columns else DEFAULT_WIDTH)
+    )
     from ..render.terminal_text import one_terminal_line
 
     if not infos and not args.json:  # (an empty output alone does not say where was looked)
-        print(f"pi-session list: {one_terminal_line(_nothing_listed(args))}", file=sys.stderr)
+        print(f"pi-session list: {one_terminal_line(_nothing_listed(args, session_dir))}", file=sys.stderr)
     if args.json:
         print(json.dumps([_json_of(info) for info in infos], indent=2, ensure_ascii=False))
         return 0
@@ -127,7 +139,7 @@ def _title_width(columns: int, counts: list[str], widest_path: int) -> int:
     return _room_beside(columns, counts, widest_path, NARROWEST_TITLE)
 
 
-def _sessions(args: argparse.Namespace, title_width: int) -> list[SessionInfo]:
+def _sessions(args: argparse.Namespace, session_dir: str | None, title_width: int) -> list[SessionInfo]:
     from ..format.jsvalue import ABSENT
     from ..session.listing import TextOptions, list_all_sessions, list_sessions
     from ..session.paths import default_session_dir_path
@@ -143,7 +155,9 @@ def _sessions(args: argparse.Namespace, title_width: int) -> list[SessionInfo]:
     read = shown if progress.enabled else None  # (a listing with a callback keeps partial lists)
 
     try:
-        if args.all:
+        if args.all:  # pi's listAll(sessionDir)
+            if session_dir is not None:
+                return list_all_sessions(session_dir, read, text=text)
             return list_all_sessions(read, text=text)
         if args.directory:
             directory = os.path.abspath(args.directory)
@@ -151,6 +165,8 @@ def _sessions(args: argparse.Namespace, title_width: int) -> list[SessionInfo]:
                 raise CommandError(f"{args.directory}: {_not_a_directory(directory)}")
             return list_all_sessions(directory, read, text=text)
         cwd = os.getcwd()
+        if session_dir is not None:  # pi's list(cwd, sessionDir): that directory's sessions of cwd
+            return list_sessions(cwd, session_dir, read, text=text)
         directory = default_session_dir_path(cwd)
         if not os.path.isdir(directory):  # pi's list would create it
             return []
@@ -194,13 +210,13 @@ def _not_a_directory(path: str) -> str:
     return broken_link_problem(path) or "not a directory"
 
 
-def _nothing_listed(args: argparse.Namespace) -> str:
-    """Where the listing found no session."""
+def _nothing_listed(args: argparse.Namespace, session_dir: str | None) -> str:
+    """Where the listing found no session (``session_dir``: the one pi's command line chose)."""
     from ..session.paths import default_session_dir_path, get_sessions_root
 
     if args.all:
-        return f"no sessions in {get_sessions_root()}"
+        return f"no sessions in {session_dir or get_sessions_root()}"
     if args.directory:
         return f"no sessions in {args.directory}"
     cwd = os.getcwd()
-    return f"no sessions of {cwd} (pi keeps them in {default_session_dir_path(cwd)})"
+    return f"no sessions of {cwd} (pi keeps them in {session_dir or default_session_dir_path(cwd)})"

@@ -131,7 +131,7 @@ def _register_listings(server: PiSessionServer) -> None:
             p,
             "Listing sessions",
             lambda progress, signal, text, env: list_sessions(
-                p.cwd, P.opt(p.session_dir), progress, signal, text=text, pi=pi, env=env
+                p.cwd, _session_dir(p, env), progress, signal, text=text, pi=pi, env=env
             ),
         )
 
@@ -144,9 +144,20 @@ def _register_listings(server: PiSessionServer) -> None:
             p,
             "Listing all sessions",
             lambda progress, signal, text, env: list_all_sessions(
-                P.opt(p.session_dir), progress, signal, text=text, env=env
+                _session_dir(p, env), progress, signal, text=text, env=env
             ),
         )
+
+
+def _session_dir(p: P.ListingParams, env: Environment) -> Any:
+    """The listing's ``sessionDir``: as given, else with ``cliSessionDir`` where pi's command line
+    keeps sessions (its settings files read here, in the listing's job), else absent."""
+    if p.session_dir is UNSET and p.cli_session_dir:
+        from pi_session_server.session.cli_session_dir import cli_session_dir
+
+        chosen = cli_session_dir(None, env)
+        return ABSENT if chosen is None else chosen
+    return P.opt(p.session_dir)
 
 
 # what to ask for instead of a listing too large for one reply

@@ -150,6 +150,8 @@ class ListingParams(LocatedParams, kw_only=True):
     """What pi/list and pi/listAll add to the reference: how much text, and which page."""
 
     session_dir: Path | UnsetType = UNSET
+    # without sessionDir: where pi's command line keeps sessions, not SessionManager's default
+    cli_session_dir: bool = False
     text: ListText = "all"
     max_text_chars: Count | UnsetType = UNSET
     offset: Count | UnsetType = UNSET

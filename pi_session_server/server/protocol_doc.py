@@ -577,6 +577,13 @@ FIELD_DOCS = {
         "first: firstMessage only; none: neither firstMessage nor allMessagesText. Text left out is never "
         "collected, so a listing of long sessions stays small."
     ),
+    "cliSessionDir": (
+        "pi/list, pi/listAll: true, without `sessionDir`: list where pi's command line keeps sessions "
+        "(`--session-dir` aside): the server's PI_CODING_AGENT_SESSION_DIR, else the `sessionDir` "
+        "setting of the agent directory and of the working directory's project (the request's "
+        "`environment`), else SessionManager's default, as pi --resume lists them (docs/FORMAT.md "
+        "§3.1). Default false: SessionManager's default."
+    ),
     "maxTextChars": (
         "pi/list, pi/listAll: cut firstMessage and allMessagesText to this many characters (Unicode code "
         "points); `textTruncated: true` marks a session whose text was cut. Only the kept text is held."

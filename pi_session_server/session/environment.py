@@ -1,5 +1,5 @@
-"""What pi reads from its process when a call needs it: the working directory, ``$HOME`` and
-``$PI_CODING_AGENT_DIR``.
+"""What pi reads from its process when a call needs it: the working directory, ``$HOME``,
+``$PI_CODING_AGENT_DIR`` and ``$PI_CODING_AGENT_SESSION_DIR``.
 
 pi resolves a relative path against ``process.cwd()``, expands ``~`` to ``os.homedir()`` and finds
 its sessions under the agent directory, all read at call time. The library takes them as one value
@@ -18,10 +18,12 @@ import errno
 import os
 from dataclasses import dataclass
 
-__all__ = ["AGENT_DIR_ENV", "Environment", "current", "on_disk", "process_home"]
+__all__ = ["AGENT_DIR_ENV", "SESSION_DIR_ENV", "Environment", "current", "on_disk", "process_home"]
 
 #: ``<APP_NAME upper-case>_CODING_AGENT_DIR`` with APP_NAME "pi".
 AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
+#: ``ENV_SESSION_DIR``: where pi's command line keeps sessions unless ``--session-dir`` says.
+SESSION_DIR_ENV = "PI_CODING_AGENT_SESSION_DIR"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,21 +34,25 @@ class Environment:
     resolving a relative path then fails as ``process.cwd()`` does, and the system is given
     relative paths as they are. ``home``: ``$HOME`` (None: not set; then the home directory is the
     user's entry in the password database, as ``os.homedir()`` finds it). ``agent_dir``:
-    ``$PI_CODING_AGENT_DIR`` as set (None or empty: ``<home>/.pi/agent``).
+    ``$PI_CODING_AGENT_DIR`` as set (None or empty: ``<home>/.pi/agent``). ``session_dir``:
+    ``$PI_CODING_AGENT_SESSION_DIR`` as set, read only where pi's command line chooses the session
+    directory (session/cli_session_dir.py), never by SessionManager's methods.
     """
 
     cwd: str
     home: str | None = None
     agent_dir: str | None = None
+    session_dir: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("cwd", "home", "agent_dir"):  # a pathlib.Path is taken as the path it names
+        # a pathlib.Path is taken as the path it names
+        for name in ("cwd", "home", "agent_dir", "session_dir"):
             value = getattr(self, name)
             if isinstance(value, os.PathLike) and isinstance(os.fspath(value), str):
                 object.__setattr__(self, name, os.fspath(value))
         if not isinstance(self.cwd, str) or (self.cwd and not self.cwd.startswith("/")):
             raise ValueError(f"the working directory must be an absolute path, not {self.cwd!r}")
-        for name in ("home", "agent_dir"):
+        for name in ("home", "agent_dir", "session_dir"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"{name} must be a string or None, not {type(value).__name__}")
@@ -58,7 +64,7 @@ class Environment:
             cwd = os.getcwd()
         except FileNotFoundError:  # removed: only a relative path needs it, and that then fails
             cwd = ""
-        return cls(cwd, process_home(), os.environ.get(AGENT_DIR_ENV))
+        return cls(cwd, process_home(), os.environ.get(AGENT_DIR_ENV), os.environ.get(SESSION_DIR_ENV))
 
     def working_directory(self) -> str:
         """``process.cwd()``: :attr:`cwd`, or ENOENT when it is not known."""

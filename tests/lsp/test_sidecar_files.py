@@ -250,3 +250,21 @@ async def test_a_nul_byte_in_a_path_is_nodes_type_error(sidecar, tmp_path):
         assert failure.value.data == {"name": "TypeError", "code": "ERR_INVALID_ARG_VALUE"}, method
         assert failure.value.message.startswith("The argument 'path' must be a string, Uint8Array, or URL")
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
+async def test_a_listing_with_cli_session_dir_looks_where_pis_settings_say(sidecar, tmp_path):
+    project, custom = tmp_path / "project", tmp_path / "custom"
+    (project / ".pi").mkdir(parents=True)
+    custom.mkdir()
+    (custom / "s.jsonl").write_text(EXAMPLE.read_text().replace(CWD, str(project)))
+    (project / ".pi" / "settings.json").write_text(json.dumps({"sessionDir": str(custom)}))
+    environment = {"cwd": str(project), "agentDir": str(tmp_path / "agent")}
+    for method, params in (("pi/list", {"cwd": str(project)}), ("pi/listAll", {})):
+        asked = {**params, "environment": environment, "text": "none"}
+        assert await sidecar.request(method, asked) == []  # SessionManager's default directory
+        listed = await sidecar.request(method, {**asked, "cliSessionDir": True})
+        assert [s["path"] for s in listed] == [str(custom / "s.jsonl")]
+        # a sessionDir given is the one listed
+        assert (
+            await sidecar.request(method, {**asked, "cliSessionDir": True, "sessionDir": str(tmp_path)}) == []
+        )

@@ -1616,6 +1616,39 @@ test(':PiSessionOpen while a listing is on its way cancels that one: one picker,
   eq(said, {}, 'nothing said of the cancelled one')
 end)
 
+test(':PiSessionOpen lists where pi\'s command line keeps sessions (cliSessionDir, in the current directory)', function()
+  local sent = {}
+  local client = {
+    initialized = true,
+    is_stopped = function()
+      return false
+    end,
+    request = function(_, method, params, handler)
+      table.insert(sent, { method = method, params = params, handler = handler })
+      return true, 200 + #sent
+    end,
+    cancel_request = function() end,
+  }
+  local get_clients = vim.lsp.get_clients
+  vim.lsp.get_clients = function(filter)
+    return filter and filter.name == 'pi_session' and { client } or get_clients(filter)
+  end
+  local _, restore_notify = capture_notify()
+  local _, restore = stub_select(function() end)
+  local cwd = vim.fn.getcwd()
+  vim.cmd('PiSessionOpen')
+  vim.cmd('PiSessionOpen!')
+  vim.lsp.get_clients = get_clients
+  restore_notify()
+  restore()
+  eq(vim.tbl_map(function(r)
+    return { r.method, r.params }
+  end, sent), {
+    { 'pi/list', { cwd = cwd, environment = { cwd = cwd }, cliSessionDir = true, text = 'first', maxTextChars = 200 } },
+    { 'pi/listAll', { environment = { cwd = cwd }, cliSessionDir = true, text = 'first', maxTextChars = 200 } },
+  }, 'the requests')
+end)
+
 test('the picker\'s items: name or first message on one line, when, messages', function()
   local picker = require('pi_session.picker')
   local t = picker.epoch('2026-03-10T12:00:00.000Z')

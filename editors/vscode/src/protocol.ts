@@ -173,6 +173,14 @@ export interface ListParams {
   environment?: EnvironmentOptions;
   sessionDir?: string;
   /**
+   * pi/list, pi/listAll: true, without `sessionDir`: list where pi's command line keeps sessions
+   * (`--session-dir` aside): the server's PI_CODING_AGENT_SESSION_DIR, else the `sessionDir`
+   * setting of the agent directory and of the working directory's project (the request's
+   * `environment`), else SessionManager's default, as pi --resume lists them (docs/FORMAT.md §3.1).
+   * Default false: SessionManager's default.
+   */
+  cliSessionDir?: boolean;
+  /**
    * pi/list, pi/listAll: the texts each session carries. all (default): the reference's
    * SessionInfo; first: firstMessage only; none: neither firstMessage nor allMessagesText. Text
    * left out is never collected, so a listing of long sessions stays small.
@@ -217,6 +225,14 @@ export interface ListAllParams {
    */
   environment?: EnvironmentOptions;
   sessionDir?: string;
+  /**
+   * pi/list, pi/listAll: true, without `sessionDir`: list where pi's command line keeps sessions
+   * (`--session-dir` aside): the server's PI_CODING_AGENT_SESSION_DIR, else the `sessionDir`
+   * setting of the agent directory and of the working directory's project (the request's
+   * `environment`), else SessionManager's default, as pi --resume lists them (docs/FORMAT.md §3.1).
+   * Default false: SessionManager's default.
+   */
+  cliSessionDir?: boolean;
   /**
    * pi/list, pi/listAll: the texts each session carries. all (default): the reference's
    * SessionInfo; first: firstMessage only; none: neither firstMessage nor allMessagesText. Text

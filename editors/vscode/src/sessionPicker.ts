@@ -197,9 +197,12 @@ export async function pickSession(host: PickerHost, folder: string | undefined):
     quickPick.items = [];
     quickPick.busy = true;
     const method = all ? Methods.listAll : Methods.list;
+    // where pi's command line keeps sessions (its variable, the folder's sessionDir setting), as
+    // pi --resume lists them
+    const where = { cliSessionDir: true, ...(folder ? { environment: { cwd: folder } } : {}) };
     const params = all
-      ? { text: 'first', maxTextChars: MAX_TEXT_CHARS }
-      : { cwd: folder, environment: { cwd: folder }, text: 'first', maxTextChars: MAX_TEXT_CHARS };
+      ? { ...where, text: 'first', maxTextChars: MAX_TEXT_CHARS }
+      : { cwd: folder, ...where, text: 'first', maxTextChars: MAX_TEXT_CHARS };
     let sessions: ListedSession[];
     try {
       sessions = sessionsOf(await host.request<ListedSession[] | SessionsPage | null>(method, params, listing.token));

@@ -205,9 +205,11 @@ end
 function M.open(all)
   local cwd = vim.fn.getcwd()
   local method = all and 'pi/listAll' or 'pi/list'
-  local params = { text = 'first', maxTextChars = M.MAX_TEXT_CHARS }
+  -- where pi's command line keeps sessions (its variable, this directory's sessionDir setting), as
+  -- pi --resume lists them
+  local params = { text = 'first', maxTextChars = M.MAX_TEXT_CHARS, cliSessionDir = true, environment = { cwd = cwd } }
   if not all then
-    params.cwd, params.environment = cwd, { cwd = cwd }
+    params.cwd = cwd
   end
   vim.api.nvim_echo({ { all and 'pi-session: reading all sessions…' or ('pi-session: reading the sessions of %s…'):format(cwd) } }, false, {})
   cancel_pending()

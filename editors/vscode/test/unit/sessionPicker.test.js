@@ -197,7 +197,8 @@ test("Open Session lists the folder's sessions newest first, and opens the one p
   await flush();
   const pick = state.quickPicks[0];
   assert.deepEqual(requests().map((r) => r.params), [
-    { cwd: '/w/proj', environment: { cwd: '/w/proj' }, text: 'first', maxTextChars: 200 },
+    // where pi's command line keeps sessions (its variable, the folder's sessionDir setting)
+    { cwd: '/w/proj', environment: { cwd: '/w/proj' }, cliSessionDir: true, text: 'first', maxTextChars: 200 },
   ]);
   assert.equal(requests()[0].method, 'pi/list');
   assert.equal(pick.busy, false);
@@ -246,8 +247,9 @@ test('"All sessions..." lists every folder\'s sessions with pi/listAll; no works
   pick.accept('All sessions...');
   await flush();
   assert.deepEqual(withFolder.requests().map((r) => [r.method, r.params]), [
-    ['pi/list', { cwd: '/w/proj', environment: { cwd: '/w/proj' }, text: 'first', maxTextChars: 200 }],
-    ['pi/listAll', { text: 'first', maxTextChars: 200 }],
+    ['pi/list', { cwd: '/w/proj', environment: { cwd: '/w/proj' }, cliSessionDir: true, text: 'first', maxTextChars: 200 }],
+    // the folder's settings say where pi keeps every session too
+    ['pi/listAll', { environment: { cwd: '/w/proj' }, cliSessionDir: true, text: 'first', maxTextChars: 200 }],
   ]);
   assert.deepEqual(pick.items.map((i) => i.label), ['first message of elsewhere', 'first message of here']);
   assert.match(pick.items[0].description, /· \/w\/other$/);
@@ -260,7 +262,9 @@ test('"All sessions..." lists every folder\'s sessions with pi/listAll; no works
   t.after(noFolder.restore);
   const done2 = noFolder.run();
   await flush();
-  assert.deepEqual(noFolder.requests().map((r) => r.method), ['pi/listAll']);
+  assert.deepEqual(noFolder.requests().map((r) => [r.method, r.params]), [
+    ['pi/listAll', { cliSessionDir: true, text: 'first', maxTextChars: 200 }],
+  ]);
   assert.deepEqual(noFolder.state.quickPicks[0].items.map((i) => i.label), ['first message of elsewhere', 'first message of here']);
   noFolder.state.quickPicks[0].hide(); // Escape
   await done2;
