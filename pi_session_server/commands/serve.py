@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         import_asyncio_without_tls()
         import_uuid_without_platform()
         import_msgspec_without_typing_extensions()
-        from pi_session_server.server.app import WATCH_INTERVAL_MIN, ServerOptions, create_server
+        from pi_session_server.server.app import ServerOptions, create_server, watch_interval
         from pi_session_server.session.profiles import profile_for
 
     handler: logging.Handler = (
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=getattr(logging, args.log_level), handlers=[handler], force=True)
     options = ServerOptions(
         fsync=args.fsync,
-        watch_interval=0 if args.watch_interval <= 0 else max(WATCH_INTERVAL_MIN, args.watch_interval),
+        watch_interval=watch_interval(args.watch_interval),
         rollback_failed_writes=not args.keep_failed_appends,
         pi=profile_for(args.pi),
     )

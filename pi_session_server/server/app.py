@@ -84,6 +84,13 @@ class ServerOptions(msgspec.Struct):
 WATCH_INTERVAL_MIN = 0.01
 
 
+def watch_interval(seconds: float) -> float:
+    """The time between two looks at the followed files for ``seconds`` given (``serve
+    --watch-interval``, ``initializationOptions.watchInterval``): 0 is never, a shorter time
+    than :data:`WATCH_INTERVAL_MIN` is that."""
+    return 0 if seconds <= 0 else max(WATCH_INTERVAL_MIN, seconds)
+
+
 class InitializationOptions(msgspec.Struct, rename="camel", kw_only=True):
     """``initializationOptions`` the server reads (others are ignored)."""
 
@@ -184,8 +191,7 @@ class PiSessionServer:
         if given.fsync is not UNSET:
             self.options.fsync = given.fsync
         if given.watch_interval is not UNSET:  # (as `serve --watch-interval` takes it)
-            interval = given.watch_interval
-            self.options.watch_interval = interval and max(WATCH_INTERVAL_MIN, interval)
+            self.options.watch_interval = watch_interval(given.watch_interval)
         if given.rollback_failed_writes is not UNSET:
             self.options.rollback_failed_writes = given.rollback_failed_writes
         if given.pi_version is not UNSET:
