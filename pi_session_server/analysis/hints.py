@@ -110,11 +110,13 @@ def code_lenses(doc: SessionDocument, check: Callable[[], None] | None = None) -
     leaf = doc.leaf()
     header = doc.valid_header()
     if header is not None:
-        if leaf is not None:
-            where = f"leaf on line {leaf.line + 1}"
+        if not tree.members:  # (a header alone: pi writes its first entry with the first message)
+            title = "no entries yet"
+        elif leaf is not None:
+            title = f"{len(tree.members):,} entries · leaf on line {leaf.line + 1}"
         else:
-            where = "no leaf: the next entry starts a new root" if tree.members else "no entries"
-        out.append(Lens(header.line, f"{len(tree.members):,} entries · {where}"))
+            title = f"{len(tree.members):,} entries · no leaf: the next entry starts a new root"
+        out.append(Lens(header.line, title))
     # the index keys of label targets: a string is its own, any other value is keyed as pi's Map
     labelled = {r.ref for r in _labels(doc)} | {index_key(r.ref) for r in doc.labels_of_other_ids}
     edited = {r.ref for r in doc.edits if isinstance(r.ref, str)} if doc.profile.context_edits else set()

@@ -148,6 +148,8 @@ def test_inlay_hints_only_in_range_and_lenses() -> None:
     )
     doc.set_leaf("gone")  # not in the document: the file's own leaf
     assert {lens.line: lens.title for lens in code_lenses(doc)}[4] == "$(target) leaf: pi continues here"
+    header_only = make(S.header())  # (what pi writes before the first message)
+    assert [(lens.line, lens.title) for lens in code_lenses(header_only)] == [(0, "no entries yet")]
 
 
 def test_selection_spans_on_a_key_and_on_a_repeated_key() -> None:
