@@ -746,6 +746,114 @@ test('a turn pi appends below the leaf is taken in from one levels request with 
   assert(ok, err)
 end)
 
+test('a page refused after an append the tree follows is asked again at the followed revision, not loaded anew', function()
+  -- scrolling up asks for the page before, pinned to the tree's revision; pi appends just then: the
+  -- page is refused (TreeChanged) after the tree followed the append, or while it follows it
+  local options = require('pi_session.config').options
+  options.tree_page_size = 50
+  local path = chain_session(work .. '/elsewhere/raced-session.jsonl', 300)
+  local win, buf = open_beside(path, 'raced session')
+  vim.cmd('PiSessionTree')
+  local tree_view = vim.api.nvim_get_current_buf()
+  wait_lines(tree_view, function(_, text)
+    return text:find('answer 299  <- leaf', 1, true) ~= nil
+  end, 'the leaf of the raced session')
+  local state = require('pi_session.tree').state(tree_view)
+  vim.wait(TIMEOUT, function()
+    return not state.loading
+  end, 20)
+  local counted, stop_counting = count_tree_loads()
+  local requests, stop_recording = record_tree_requests()
+  -- the pi/getTree requests `holding` picks wait until the test lets them through
+  local held, holding = {}, nil
+  local recorded = client.request
+  client.request = function(self, method, params, ...)
+    if method == 'pi/getTree' and holding and holding(params) then
+      local rest = { ... }
+      table.insert(held, { params = params, release = function()
+        recorded(self, method, params, unpack(rest))
+      end })
+      return true, -1
+    end
+    return recorded(self, method, params, ...)
+  end
+  local function page_pinned(params)
+    return params.revision ~= nil and params.since == nil and params.levels == nil
+  end
+  local function waiting(count)
+    truthy(vim.wait(TIMEOUT, function()
+      return #held == count
+    end, 20), ('%d requests waiting, not %d'):format(#held, count))
+  end
+  local appended = 300
+  local function append_turn()
+    local line = vim.json.encode({ type = 'message', id = ('e%05d'):format(appended), parentId = ('e%05d'):format(appended - 1),
+      timestamp = '2026-01-05T11:00:00.000Z', message = { role = 'user', content = ('question %d'):format(appended) } })
+    appended = appended + 1
+    local file = assert(io.open(path, 'a'))
+    file:write(line, '\n')
+    file:close()
+  end
+  local function scroll_up()
+    vim.api.nvim_set_current_win(vim.fn.win_findbuf(tree_view)[1])
+    vim.cmd('normal! gg')
+    vim.api.nvim_exec_autocmds('CursorMoved', { buffer = tree_view })
+  end
+  --- The page before the leaf's is loaded at the revision followed, and drawn.
+  local function page_taken_in(what)
+    local top = state.tree.top
+    local lines = wait_lines(tree_view, function(got)
+      return not state.loading and top.total == appended and top.start == top.total - 100
+        and got[4] == ('… %d earlier entries (<CR> to load)'):format(top.start)
+    end, what)
+    truthy(lines[#lines]:find(('question %d  <- leaf'):format(appended - 1), 1, true), lines[#lines])
+    eq(counted.loads, 0, what .. ': not loaded anew (a load asks pi/getInfo)')
+    local pages = vim.tbl_filter(page_pinned, requests)
+    local revisions = { pages[#pages - 1].revision, pages[#pages].revision }
+    truthy(revisions[1] ~= revisions[2] and revisions[2] == state.tree.revision, 'asked again at the revision followed: ' .. vim.inspect(revisions))
+  end
+  local ok, err = pcall(function()
+    -- the follow ends before the refusal comes back
+    holding = page_pinned
+    scroll_up()
+    waiting(1)
+    local revision = state.tree.revision
+    append_turn()
+    truthy(vim.wait(TIMEOUT, function()
+      return state.tree.revision ~= revision and not state.loading
+    end, 20), 'the tree did not follow the append')
+    holding = nil
+    held[1].release()
+    page_taken_in('refused after the follow')
+    -- the refusal comes back while the follow waits on its request
+    held = {}
+    holding = function(params)
+      return page_pinned(params) or params.since ~= nil
+    end
+    scroll_up()
+    waiting(1)
+    append_turn()
+    waiting(2)
+    truthy(held[2].params.since ~= nil, 'the follow\'s request: ' .. vim.inspect(held[2].params))
+    held[1].release()
+    truthy(vim.wait(TIMEOUT, function()
+      return state.after_load ~= nil or state.load_again
+    end, 20), 'the refusal did not come back')
+    eq(state.load_again, false, 'no load anew queued on the refusal')
+    holding = nil
+    held[2].release()
+    page_taken_in('refused during the follow')
+  end)
+  client.request = recorded
+  stop_recording()
+  stop_counting()
+  options.tree_page_size = 200
+  vim.api.nvim_buf_delete(tree_view, { force = true })
+  vim.api.nvim_win_close(win, true)
+  vim.api.nvim_buf_delete(buf, { force = true })
+  assert(ok, err)
+end)
+
 --- pi_session.entry_at_line's answer: (node, err), waited for.
 local function entry_at(buf, line)
   local answer

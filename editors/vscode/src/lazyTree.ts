@@ -111,11 +111,19 @@ export class Container {
 }
 
 /**
- * Did the server refuse a window because the session changed since the tree's first window
- * (TreeChanged)? Its rows would be of another tree than the rows loaded: the tree is loaded anew.
+ * Did the server refuse a window because the session changed since the revision it was asked at
+ * (TreeChanged)? Its rows would be of another tree than the rows loaded: the window is asked again
+ * once the tree has followed the change (see changedRevision), else the tree is loaded anew.
  */
 export function isTreeChanged(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === ErrorCodes.TreeChanged;
+}
+
+/** The session's revision a TreeChanged refusal names (its `data.revision`), if it names one. */
+export function changedRevision(error: unknown): string | undefined {
+  const data = typeof error === 'object' && error !== null ? (error as { data?: unknown }).data : undefined;
+  const revision = typeof data === 'object' && data !== null ? (data as { revision?: unknown }).revision : undefined;
+  return typeof revision === 'string' ? revision : undefined;
 }
 
 /** Is the reply of pi/getTree `levels` levels (not TreeReload: load the tree anew)? */

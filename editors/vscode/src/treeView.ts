@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 import {
   LazyTree,
+  changedRevision,
   hasChildContainer,
   isTreeChanged,
   type Container,
@@ -212,31 +213,48 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
   async locate(entryId: unknown): Promise<Row | undefined> {
     const tree = this.tree;
     if (!tree) return undefined;
-    let row: Row | undefined;
-    try {
-      row = await tree.locate(entryId);
-    } catch (e) {
-      if (!isTreeChanged(e)) throw e;
-      void this.refresh(); // the session changed: its tree is loaded anew
-      return undefined;
-    }
-    if (tree !== this.tree) return undefined; // loaded anew meanwhile: the row is of the old tree
+    const located = await this.askCatchingUp(tree, () => tree.locate(entryId));
+    if (!located || tree !== this.tree) return undefined; // loaded anew meanwhile: the row is of the old tree
     this.showChanges(undefined);
-    return row;
+    return located.answer;
   }
 
   /** A "load more" item was clicked. */
   async loadMore(container: Container, direction: 'before' | 'after'): Promise<void> {
     const tree = this.tree;
     if (!tree) return;
-    try {
-      await tree.loadMore(container, direction);
-    } catch (e) {
-      if (!isTreeChanged(e)) throw e;
-      void this.refresh(); // the session changed: its tree is loaded anew
-      return;
-    }
+    if (!(await this.askCatchingUp(tree, () => tree.loadMore(container, direction)))) return;
     this.showChanges(container.owner);
+  }
+
+  /**
+   * Ask `tree` for windows (`ask`: a page, the levels down to an entry), pinned to the revision its
+   * rows were cut from. Refused because the session changed (TreeChanged, naming its revision now):
+   * pi appended, and the tree takes that in (follow) when pi/didChange tells it, which may be before
+   * the refusal comes back or while it does. Once the tree has followed to the revision the refusal
+   * names (the loads running or queued then ended first), `ask` runs again, at that revision. Else
+   * (the follow answered that the tree must be loaded anew, failed, or none came) the tree is
+   * loaded anew, as it is when the second ask is refused too: a session that keeps changing is not
+   * chased. `answer`: what `ask` answered; undefined when it did not (the tree is loaded anew).
+   */
+  private async askCatchingUp<T>(tree: LazyTree, ask: () => Promise<T>): Promise<{ answer: T } | undefined> {
+    for (let asked = 0; ; asked++) {
+      try {
+        return { answer: await ask() };
+      } catch (e) {
+        if (!isTreeChanged(e)) throw e;
+        if (asked === 0 && (await this.caughtUpTo(tree, changedRevision(e)))) continue;
+        if (tree === this.tree) void this.refresh(); // (another tree shown meanwhile: loaded anew already)
+        return undefined;
+      }
+    }
+  }
+
+  /** Is `tree` shown, at `revision`, once the loads running or queued now have ended (if it is not yet)? */
+  private async caughtUpTo(tree: LazyTree, revision: string | undefined): Promise<boolean> {
+    if (revision === undefined) return false;
+    if (tree.revision !== revision) await (this.queued ?? this.loading);
+    return tree === this.tree && tree.revision === revision;
   }
 
   /** `element` changed (undefined: the whole tree): VS Code asks for its rows again. */
@@ -276,12 +294,8 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
     const container = element ? tree.childContainer(element) : tree.top;
     if (!container) return [];
     try {
-      await tree.ensureLoaded(container);
+      if (!(await this.askCatchingUp(tree, () => tree.ensureLoaded(container)))) return []; // (loaded anew, this level with it)
     } catch (e) {
-      if (isTreeChanged(e)) {
-        void this.refresh(); // the session changed: its tree is loaded anew (this level with it)
-        return [];
-      }
       this.error = e instanceof Error ? e.message : String(e);
       this.onDidLoad?.();
       return [];

@@ -16,7 +16,9 @@ M.PAGE = 200
 M.LEVEL_PAGE = 50
 
 --- The error code of a window refused because the session changed since the tree's first window
---- (TreeChanged): its rows would be of another tree than those loaded. The tree is loaded anew.
+--- (TreeChanged, data.revision the revision now): its rows would be of another tree than those
+--- loaded. The window is asked again once the tree has followed the change, else the tree is loaded
+--- anew (see tree.lua).
 M.TREE_CHANGED = -32015
 
 function M.is_tree_changed(err)

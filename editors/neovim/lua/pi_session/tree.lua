@@ -265,8 +265,8 @@ function M.refresh(buf, now, new_leaf)
   load_anew(buf, state)
 end
 
---- What a load does when it ends (shown unless another started since): draw it, and the load asked
---- for meanwhile.
+--- What a load does when it ends (shown unless another started since): draw it, the windows refused
+--- meanwhile that wait for it (see catch_up), and the load asked for meanwhile.
 local function loaded(buf, state, tree, err, marker)
   state.loading = false
   if lazy.is_tree_changed(err) and (state.reloads or 0) < M.RELOADS_ON_CHANGE then
@@ -280,6 +280,11 @@ local function loaded(buf, state, tree, err, marker)
   state.marker = marker
   render(buf, state.focus_leaf and marker or nil)
   state.focus_leaf = false
+  local waiting = state.after_load or {}
+  state.after_load = nil
+  for _, waiter in ipairs(waiting) do
+    waiter()
+  end
   if state.load_again then
     M.refresh(buf, false, state.next_leaf)
   end
@@ -422,6 +427,31 @@ function M.node_under_cursor()
   return item and item.row and item.row.node or nil
 end
 
+--- After a window of `tree` was refused because the session changed (`err`: TreeChanged, naming
+--- its revision now): pi appended, and the tree takes that in (follow) when pi/didChange tells it,
+--- which may be before the refusal comes back or while it does. Once the tree has followed to the
+--- revision the refusal names (the load running then ended first), `ask` again, at that revision;
+--- else (the follow answered that the tree must be loaded anew, failed, or none came) the tree is
+--- loaded anew. Nothing when another tree is shown by then (it was loaded anew already).
+local function catch_up(buf, state, tree, err, ask)
+  local revision = type(err.data) == 'table' and err.data.revision or nil
+  local function decide()
+    if trees[buf] ~= state or state.tree ~= tree then
+      return
+    end
+    if type(revision) == 'string' and tree.revision == revision then
+      return ask()
+    end
+    M.refresh(buf)
+  end
+  if type(revision) == 'string' and tree.revision ~= revision and state.loading then
+    state.after_load = state.after_load or {}
+    table.insert(state.after_load, decide)
+    return
+  end
+  decide()
+end
+
 --- Load what a placeholder line stands for (a page, or a branch's entries), then redraw.
 local function load_item(buf, item)
   local state = trees[buf]
@@ -430,9 +460,19 @@ local function load_item(buf, item)
   end
   item.busy = true
   local tree = state.tree
+  local asked = 0
+  local ask
   local function done(err)
     if lazy.is_tree_changed(err) then
-      return M.refresh(buf) -- the session changed: its tree is loaded anew, this page with it
+      -- the session changed: asked again once the tree has followed, else it is loaded anew (this
+      -- page with it); once only, a session that keeps changing is not chased
+      if asked == 1 then
+        return catch_up(buf, state, tree, err, ask)
+      end
+      if state.tree == tree then
+        M.refresh(buf)
+      end
+      return
     end
     if err then
       vim.notify('pi-session: ' .. tostring(err.message or vim.inspect(err)), vim.log.levels.ERROR)
@@ -441,11 +481,15 @@ local function load_item(buf, item)
       render(buf)
     end
   end
-  if item.direction == 'open' then
-    tree:ensure_loaded(item.load, done)
-  else
-    tree:load_more(item.load, item.direction, done)
+  ask = function()
+    asked = asked + 1
+    if item.direction == 'open' then
+      tree:ensure_loaded(item.load, done)
+    else
+      tree:load_more(item.load, item.direction, done)
+    end
   end
+  ask()
 end
 
 --- Placeholders that scroll into view load by themselves ("load as you scroll").

@@ -439,3 +439,173 @@ test('a change not told as appended entries loads anew; changes during a load sh
   assert.equal(provider.marker.node.id, 'n43');
   await assertHoldsAFreshLoad(server, provider);
 });
+
+// --- a window refused (TreeChanged) while the view follows the change that refused it -------------
+// The cursor's entry is revealed (its levels, a list opened, a page) at the revision the view holds;
+// pi appends just then: the request is refused, naming the revision now, and pi/didChange has the
+// view follow the append, before the refusal comes back or while it does.
+
+/** A long chain (the top list shows a page around u50), a branch point u50, and a branch s1 s2 off it. */
+function revealEntries() {
+  const entries = chainEntries(60);
+  entries.push({ id: 's1', parent: 'u50', role: 'user' }, { id: 's2', parent: 's1', role: 'assistant' });
+  return entries;
+}
+
+/**
+ * A tree view over `server` whose requests `holding(params)` picks wait until the test lets them
+ * through (`held`: their params and release, in order); each is answered when let through.
+ */
+function holdingTree(server) {
+  const held = [];
+  const gate = { holding: () => false };
+  const pass = async (params, answer) => {
+    if (gate.holding(params)) await new Promise((release) => held.push({ params, release }));
+    return answer(params);
+  };
+  const source = {
+    infos: 0,
+    async info() {
+      source.infos++;
+      return { entryCount: 5000 };
+    },
+    window: (_uri, _filter, params) => pass(params, server.getTree),
+    levels: (_uri, _filter, params) => pass(params, server.getLevels),
+  };
+  const provider = new SessionTreeProvider(source, 'default', 10);
+  return { source, provider, held, gate };
+}
+
+/** Wait until `held` has `count` requests waiting. */
+async function waitingFor(held, count) {
+  for (let i = 0; i < 50 && held.length < count; i++) await flush();
+  assert.equal(held.length, count, 'the requests waiting');
+}
+
+/** Wait until the view has no load running or queued (a load anew begun by a refusal included). */
+async function loadsEnded(provider) {
+  for (let i = 0; i < 50; i++) {
+    await flush();
+    if (!provider.loading && !provider.queued) return;
+  }
+  assert.fail('the loads did not end');
+}
+
+/** What the view asks while it reveals an entry; `check` its answer and what it loaded. */
+const reveals = {
+  'the levels down to the cursor\'s entry (locate)': {
+    ask: (provider) => provider.locate('u44'),
+    check: (answer) => assert.equal(answer?.node.id, 'u44'),
+  },
+  'a list the reveal opens (getChildren)': {
+    ask: (provider) => provider.getChildren(provider.tree.loadedRows().find((r) => r.node.id === 's1')),
+    check: (answer) => assert.deepEqual(answer.map((item) => item.node?.id), ['s2']),
+  },
+  'a page (load more)': {
+    ask: (provider) => provider.loadMore(provider.tree.top, 'before'),
+    check: (_answer, provider) => assert.ok(provider.tree.loadedRows().some((r) => r.node.id === 'u32'), 'the earlier page is loaded'),
+  },
+};
+
+/** Is `params` a window or levels request pinned to `revision` (not a follow's `since`)? */
+const pinnedTo = (revision) => (params) => params.revision === revision && params.since === undefined;
+
+for (const [what, reveal] of Object.entries(reveals)) {
+  test(`${what} refused after an append the view has followed is asked again at the followed revision, not loaded anew`, async () => {
+    const server = makeTreeServer(revealEntries(), 'a59');
+    const { source, provider, held, gate } = holdingTree(server);
+    await provider.setDocument(A);
+    gate.holding = pinnedTo('1');
+    const asking = reveal.ask(provider);
+    await waitingFor(held, 1);
+    server.append([{ id: 'n60', parent: 'a59', role: 'user' }]);
+    await provider.refresh({ id: 'n60' }); // pi/didChange: the view follows, then the refusal comes
+    assert.equal(provider.tree.revision, '2');
+    held[0].release();
+    const answer = await asking;
+    await loadsEnded(provider);
+    assert.equal(source.infos, 1, 'not loaded anew');
+    assert.ok(provider.followed);
+    const answered = server.log.slice(server.log.indexOf(held[0].params)); // (answered after the follow)
+    assert.deepEqual(answered.map((p) => p.revision), ['1', '2'], 'refused at the revision held, then asked again at the followed one');
+    reveal.check(answer, provider);
+    await assertHoldsAFreshLoad(server, provider);
+  });
+
+  test(`${what} refused while the view follows the append waits for the follow, then is asked again at its revision`, async () => {
+    const server = makeTreeServer(revealEntries(), 'a59');
+    const { source, provider, held, gate } = holdingTree(server);
+    await provider.setDocument(A);
+    gate.holding = (params) => pinnedTo('1')(params) || params.since !== undefined;
+    const asking = reveal.ask(provider);
+    await waitingFor(held, 1);
+    server.append([{ id: 'n60', parent: 'a59', role: 'user' }]);
+    const following = provider.refresh({ id: 'n60' });
+    await waitingFor(held, 2);
+    assert.equal(held[1].params.since, '1', 'the follow waits on its `since` request');
+    held[0].release(); // refused while the follow runs
+    await flush();
+    assert.equal(source.infos, 1, 'no load anew begun on the refusal');
+    held[1].release();
+    const answer = await asking;
+    await following;
+    await loadsEnded(provider);
+    assert.equal(source.infos, 1, 'not loaded anew');
+    assert.ok(provider.followed);
+    assert.deepEqual(server.log.filter((p) => p.since === undefined && p.revision !== undefined).slice(-2).map((p) => p.revision), ['1', '2']);
+    reveal.check(answer, provider);
+    await assertHoldsAFreshLoad(server, provider);
+  });
+}
+
+test('a window refused when the view cannot catch up is loaded anew, once: no follow, a follow that reloaded, a second refusal', async () => {
+  // no pi/didChange (yet): the tree is behind the revision the refusal names
+  let server = makeTreeServer(revealEntries(), 'a59');
+  let view = holdingTree(server);
+  await view.provider.setDocument(A);
+  view.gate.holding = pinnedTo('1');
+  let asking = view.provider.locate('u2');
+  await waitingFor(view.held, 1);
+  server.append([{ id: 'n60', parent: 'a59', role: 'user' }]);
+  view.held[0].release();
+  assert.equal(await asking, undefined);
+  await loadsEnded(view.provider);
+  assert.equal(view.source.infos, 2, 'loaded anew');
+  assert.equal(view.provider.marker.node.id, 'n60');
+
+  // the follow answered that the tree must be loaded anew: that load is the only one
+  server = makeTreeServer(revealEntries(), 'a59');
+  view = holdingTree(server);
+  await view.provider.setDocument(A);
+  view.gate.holding = pinnedTo('1');
+  asking = view.provider.locate('u2');
+  await waitingFor(view.held, 1);
+  server.rewrite(chainEntries(12), 'a11');
+  await view.provider.refresh({ id: 'a11' });
+  assert.equal(view.source.infos, 2, 'the follow loaded anew');
+  view.held[0].release();
+  assert.equal(await asking, undefined, 'the row of the old tree is not revealed');
+  await loadsEnded(view.provider);
+  assert.equal(view.source.infos, 2, 'not loaded anew once more');
+
+  // asked again at the followed revision and refused again (pi appended once more): loaded anew,
+  // the window asked twice in all
+  server = makeTreeServer(revealEntries(), 'a59');
+  view = holdingTree(server);
+  await view.provider.setDocument(A);
+  view.gate.holding = (params) => params.revision !== undefined && params.since === undefined;
+  asking = view.provider.locate('u2');
+  await waitingFor(view.held, 1);
+  server.append([{ id: 'n60', parent: 'a59', role: 'user' }]);
+  await view.provider.refresh({ id: 'n60' });
+  view.held[0].release();
+  await waitingFor(view.held, 2);
+  server.append([{ id: 'n61', parent: 'n60', role: 'assistant' }]);
+  view.gate.holding = () => false;
+  view.held[1].release();
+  assert.equal(await asking, undefined);
+  await loadsEnded(view.provider);
+  assert.deepEqual(server.log.filter((p) => p.aroundId === 'u2').map((p) => p.revision), ['1', '2'], 'asked twice');
+  assert.equal(view.source.infos, 2, 'loaded anew');
+  assert.equal(view.provider.marker.node.id, 'n61');
+});
