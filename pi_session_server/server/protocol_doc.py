@@ -560,8 +560,9 @@ FIELD_DOCS = {
     "revision": (
         "pi/getTree (flat, with `offset`, `limit`, `aroundId` or `levels`): the `revision` a reply before this "
         "one gave. If the session changed since (an append, a reload, another leaf), this page would be of "
-        "another tree: it is refused with TreeChanged (-32015, data.revision the current one), and the client "
-        "asks for the tree again from its first page. Left out, the page is of the tree as it is now."
+        "another tree: it is refused with TreeChanged (-32015, data.revision the current one). A client that "
+        "follows the session (`since`) asks again at that revision once it has followed to it; else it asks for "
+        "the tree again from its first page. Left out, the page is of the tree as it is now."
     ),
     "levels": (
         "pi/getTree (flat, with `aroundId`): every level of pi's /tree layout from the top down to that entry "
