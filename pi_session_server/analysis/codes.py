@@ -183,7 +183,7 @@ CODES: dict[str, Code] = {
             FIELD_MISSING,
             W,
             "Missing required field",
-            "A field that pi always writes for this entry type or message role is missing (see the typed records of the format). Not reported for `usage.totalTokens`, which older pi releases did not write: pi adds up the token counts when it is missing.",
+            "A field that pi always writes for this entry type or message role is missing (see the typed records of the format). Not reported for `usage.totalTokens`, which older pi releases did not write: pi adds up the token counts when it is missing; nor for a compaction's `firstKeptEntryId`, which pi 0.86.1 writes as `null` or leaves out to keep nothing.",
             "Add the field; pi itself never validates, so readers of the file may misbehave without it.",
         ),
         Code(

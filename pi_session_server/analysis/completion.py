@@ -180,15 +180,15 @@ def _ids_around(
                 return found, True
             raw = info.raw  # read once for both: a line of a file is read again each time it is asked for
             written = _as_written(raw, found_id, path_of(info, found_id))
-            found.append(Candidate(found_id, _detail(info, i, raw), written, written))
+            found.append(Candidate(found_id, _detail(doc, info, i, raw), written, written))
     looked_at_all = line - 1 - SCAN_LINES < 0 and line + 1 + SCAN_LINES >= doc.line_count
     return found, filtered or not looked_at_all
 
 
-def _detail(info: LineInfo, line: int, raw: bytes) -> str:
+def _detail(doc: SessionDocument, info: LineInfo, line: int, raw: bytes) -> str:
     """The entry's type and a short preview of it, with its line (``raw``: its bytes)."""
     etype = info.etype if type(info.etype) is str else "entry"
-    return f"{etype} · line {line + 1} · {quick_preview(info, PREVIEW_CHARS, raw)}"
+    return f"{etype} · line {doc.line_number(line)} · {quick_preview(info, PREVIEW_CHARS, raw)}"
 
 
 def _as_written(raw: bytes, text: str, path: Path) -> str:

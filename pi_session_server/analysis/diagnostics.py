@@ -250,7 +250,7 @@ def _header_diagnostics(doc: SessionDocument, first_line: int, last_line: int) -
                 h,
                 Problem(
                     codes.HEADER_NOT_FIRST,
-                    f"the session header must be the first JSON line, but line {first.line + 1} comes before it: pi refuses this file",
+                    f"the session header must be the first JSON line, but line {doc.line_number(first.line)} comes before it: pi refuses this file",
                     related=((first, "the first JSON line"),),
                 ),
             )
@@ -428,11 +428,11 @@ def glued_entries(doc: SessionDocument) -> dict[str, tuple[LineInfo, tuple[Piece
     return found
 
 
-def _parent_in_glued_line(p: Problem, glued: LineInfo) -> Problem:
+def _parent_in_glued_line(doc: SessionDocument, p: Problem, glued: LineInfo) -> Problem:
     """A PI031 whose missing parent is a whole entry inside lines glued together: say so."""
     return Problem(
         p.code,
-        f"{p.message.split(':', 1)[0]} that pi can read: the entry is inside line {glued.line + 1}, "
+        f"{p.message.split(':', 1)[0]} that pi can read: the entry is inside line {doc.line_number(glued.line)}, "
         "glued to another line (PI006); split that line to give this entry its parent back",
         path=p.path,
         related=((glued, "the glued line holding the parent"),),
@@ -648,7 +648,7 @@ def _tree_diagnostics(
                 if glued is None:
                     glued = glued_entries(doc)
                 if info.parent_id in glued:
-                    p = _parent_in_glued_line(p, glued[info.parent_id][0])
+                    p = _parent_in_glued_line(doc, p, glued[info.parent_id][0])
             yield _diagnostic(info, p, whole_lines)
 
 

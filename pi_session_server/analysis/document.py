@@ -11,6 +11,11 @@ and ``str.splitlines`` would do), exactly like pi's loader (docs/FORMAT.md §2.4
 A document reads the file as one pi release does (``pi=``, the library's default release unless
 told otherwise; :attr:`SessionDocument.profile`): diagnostics, hovers and hints follow it. Line
 facts do not depend on it, so :meth:`SessionDocument.set_profile` changes it without a new scan.
+
+The texts the analysis writes name lines by number ("line 12"), through
+:attr:`SessionDocument.line_number`: pi's numbering, unless whoever shows them to a reader whose
+lines break elsewhere (a language server's client, for which a lone "\\r" ends a line) says how
+that reader numbers them.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import bisect
 import contextlib
 import os
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -333,6 +338,11 @@ def _file_place(lines: list[LineInfo], ranges: dict[int, _FileRanges]) -> tuple[
     return reader, source.starts[place]
 
 
+def _counted_from_one(line: int) -> int:
+    """pi's number of a line (its index from 1): lines end at "\\n" only."""
+    return line + 1
+
+
 def _labels_another_id(info: LineInfo) -> bool:
     """A label entry line whose ``targetId`` is not a string (see :meth:`SessionDocument.labels_naming`)."""
     return info.kind == L.ENTRY and info.etype == "label" and info.ref.__class__ is not str
@@ -367,6 +377,8 @@ class SessionDocument:
         #: the label entry lines whose ``targetId`` is not a string (see :meth:`labels_naming`)
         self.labels_of_other_ids: set[LineInfo] = set()
         self.version = 0  # bumped on every change (of the text or of the profile)
+        #: the number (from 1) that the reader of the analysis' texts gives a line, by its index
+        self.line_number: Callable[[int], int] = _counted_from_one
         self._leaf_path: tuple[LineInfo | None, int, set[LineInfo]] = (None, -1, set())
         self._held_leaf: Any = ABSENT  # see set_leaf
         #: the file on disk starts with a byte order mark that the text lacks (see set_disk_start)

@@ -74,14 +74,14 @@ def named_target(doc: SessionDocument, edit: LineInfo) -> Named:
     return Named(above[-1] if above else None, below, candidates[-1] if candidates else None)
 
 
-def describe_entry(info: LineInfo) -> str:
+def describe_entry(doc: SessionDocument, info: LineInfo) -> str:
     """``line 12 (toolResult message)``, ``line 3 (label)``."""
     kind = (
         f"{info.role} message"
         if info.etype == "message" and isinstance(info.role, str)
         else js_string_of(info.etype)
     )
-    return f"line {info.line + 1} ({kind})"
+    return f"line {doc.line_number(info.line)} ({kind})"
 
 
 def _contributes(doc: SessionDocument, target: LineInfo) -> bool:
@@ -124,13 +124,13 @@ def target_problem(doc: SessionDocument, edit: LineInfo) -> Problem | None:
         below = found.below[-1] if found.below else None
         consequence = (
             f"pi writes an edit only after its target, yet applies this one where the path goes on "
-            f"through line {below.line + 1}"
+            f"through line {doc.line_number(below.line)}"
             if below is not None
             else "the edit changes nothing"
         )
         return Problem(
             codes.CONTEXT_EDIT_TARGET,
-            f"context edit target `{shown}` ({describe_entry(below or named)}) is not above this edit "
+            f"context edit target `{shown}` ({describe_entry(doc, below or named)}) is not above this edit "
             f"on its branch: {consequence}",
             path=("targetId",),
             related=((below or named, "the entry it names"),),
@@ -148,7 +148,7 @@ def target_problem(doc: SessionDocument, edit: LineInfo) -> Problem | None:
     )
     return Problem(
         codes.CONTEXT_EDIT_TARGET,
-        f"`appendContextEdit` refuses this target ({describe_entry(above)}): only user, assistant and "
+        f"`appendContextEdit` refuses this target ({describe_entry(doc, above)}): only user, assistant and "
         f"tool result messages and custom messages can be edited; pi never writes such an edit, and this one "
         f"{consequence}",
         path=("targetId",),
@@ -247,22 +247,24 @@ def edit_effect(doc: SessionDocument, edit: LineInfo) -> EditEffect:
     if target is None:
         target = next((c for c in reversed(found.below) if c is tip or doc.tree.is_ancestor(c, tip)), None)
     if target is None:
-        what_named = markdown_plain(describe_entry(found.below[-1] if found.below else found.named))
+        what_named = markdown_plain(describe_entry(doc, found.below[-1] if found.below else found.named))
         return _no_effect(
             f"the entry it names ({what_named}) is not on the path {where}",
             "target off the branch",
             found.named,
         )
     omits = _replacement(doc, edit) is None
-    what = markdown_plain(describe_entry(target))  # (in the hover's Markdown: a role is the session's)
+    what = markdown_plain(describe_entry(doc, target))  # (in the hover's Markdown: a role is the session's)
     if not _contributes(doc, target):
         return _no_effect(
-            f"{what} adds no message to the context", f"line {target.line + 1} adds no message", target
+            f"{what} adds no message to the context",
+            f"line {doc.line_number(target.line)} adds no message",
+            target,
         )
     if not omits and not _replaceable(target):
         return _no_effect(
             f"{what} has no user, assistant, tool result or custom message, whose content alone an edit replaces",
-            f"line {target.line + 1} has no editable content",
+            f"line {doc.line_number(target.line)} has no editable content",
             target,
         )
     summarized = _summarized(doc, _window(doc, tip), edit, target, what, where)
@@ -271,14 +273,14 @@ def edit_effect(doc: SessionDocument, edit: LineInfo) -> EditEffect:
     later = _replaced_by(doc, edit, tip)
     if later is not None:
         return _no_effect(
-            f"the edit on line {later.line + 1}, later on the path, replaces it ({where})",
-            f"line {later.line + 1} replaces it",
+            f"the edit on line {doc.line_number(later.line)}, later on the path, replaces it ({where})",
+            f"line {doc.line_number(later.line)} replaces it",
             target,
         )
     if omits:
         return EditEffect(
             True,
-            f"omits line {target.line + 1}",
+            f"omits line {doc.line_number(target.line)}",
             f"**leaves out** {what} of the context {where}",
             target,
             f"left out of the context {where}",
@@ -286,7 +288,7 @@ def edit_effect(doc: SessionDocument, edit: LineInfo) -> EditEffect:
     content = get(_replacement(doc, edit), "content")
     return EditEffect(
         True,
-        f"replaces line {target.line + 1}'s content",
+        f"replaces line {doc.line_number(target.line)}'s content",
         f"**replaces the content** of {what} {where} with {_content_words(content)}",
         target,
         f"content replaced {where}",
@@ -321,7 +323,7 @@ def _summarized(
     """How the compaction of ``window`` hides the edit or its target (``what``), if it does."""
     if window.compaction is None:
         return None
-    by = f"the compaction on line {window.compaction.line + 1}"
+    by = f"the compaction on line {doc.line_number(window.compaction.line)}"
     if not _in_context(doc, window, edit):
         return _no_effect(f"{by} summarizes this edit ({where})", "summarized", target)
     if not _in_context(doc, window, target):

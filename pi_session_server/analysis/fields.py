@@ -180,7 +180,7 @@ class _Checker:
                         FIELD_MISSING,
                         path,
                         f"missing required field `{f.encode_name}`{where}",
-                        v1_expected=not path and f.encode_name in ("id", "parentId", "firstKeptEntryId"),
+                        v1_expected=not path and f.encode_name in ("id", "parentId"),
                         missing=f.encode_name,
                     )
                 continue

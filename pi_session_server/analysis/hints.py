@@ -92,7 +92,7 @@ def inlay_hints(
             parts.append(edit_effect(doc, info).short)
         edits = edits_of(doc, info)
         if edits:
-            parts.append("edited by line " + ", ".join(str(e.line + 1) for e in edits))
+            parts.append("edited by line " + ", ".join(str(doc.line_number(e.line)) for e in edits))
         if info is leaf:
             parts.append("leaf")
         tooltip = (
@@ -144,7 +144,8 @@ def _entry_titles(
             titles.append(f"label “{cut(label, LABEL_LIMIT)}”")
     if info.key in edited:
         titles.extend(
-            f"edited by line {e.line + 1}: {edit_effect(doc, e).on_target}" for e in edits_of(doc, info)
+            f"edited by line {doc.line_number(e.line)}: {edit_effect(doc, e).on_target}"
+            for e in edits_of(doc, info)
         )
     if info is leaf:
         titles.append(f"{LEAF_ICON} leaf: pi continues here")

@@ -67,8 +67,14 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
     if info.kind == L.MALFORMED:
         glued = L.glued_problem(info)
         if glued is not None:
-            return f"**lines glued together** (line {line + 1}): {markdown_plain(glued.message)}", None
-        return f"**invalid JSON** (line {line + 1}): {markdown_plain(info.problems[0].message)}", None
+            return (
+                f"**lines glued together** (line {doc.line_number(line)}): {markdown_plain(glued.message)}",
+                None,
+            )
+        return (
+            f"**invalid JSON** (line {doc.line_number(line)}): {markdown_plain(info.problems[0].message)}",
+            None,
+        )
     if info.kind == L.NON_OBJECT:
         return "**not an entry**: valid JSON, but not an object; pi skips this line", None
     return None
@@ -204,10 +210,10 @@ def current_label(doc: SessionDocument, info: LineInfo) -> str | None:
 
 
 def tree_facts(doc: SessionDocument, info: LineInfo) -> list[str]:
-    facts = [f"line {info.line + 1}", f"depth {links.depth(doc, info)}"]
+    facts = [f"line {doc.line_number(info.line)}", f"depth {links.depth(doc, info)}"]
     parent = links.parent(doc, info)
     if parent is not None:
-        facts.append(f"parent{_id_after(doc, parent)} (line {parent.line + 1})")
+        facts.append(f"parent{_id_after(doc, parent)} (line {doc.line_number(parent.line)})")
     elif info.pkey is not None:
         facts.append(f"parent {_code(info.parent_id)} **not found**")
     else:
@@ -249,7 +255,7 @@ def entry_markdown(doc: SessionDocument, info: LineInfo) -> str:
         out.append(edit_effect(doc, info).text)
     for edit in edits_of(doc, info)[:5]:
         effect = edit_effect(doc, edit)
-        out.append(f"**edited** by line {edit.line + 1} ({_code(edit.id)}): {effect.on_target}")
+        out.append(f"**edited** by line {doc.line_number(edit.line)} ({_code(edit.id)}): {effect.on_target}")
     when = _time(info.timestamp)
     if when:
         out.append(f"**time** {when}")
@@ -282,7 +288,7 @@ def header_markdown(doc: SessionDocument, info: LineInfo) -> str:
         out.append(f"**forked from** {_code(parent)}")
     if leaf is not None:
         out.append(
-            f"**leaf**{_id_after(doc, leaf)} (line {leaf.line + 1}): {markdown_plain(quick_preview(leaf))}"
+            f"**leaf**{_id_after(doc, leaf)} (line {doc.line_number(leaf.line)}): {markdown_plain(quick_preview(leaf))}"
         )
     return "\n\n".join(out)
 
@@ -452,7 +458,7 @@ def summary_markdown(doc: SessionDocument, target: LineInfo) -> str:
     """A few lines about an entry that something refers to."""
     when = _time(target.timestamp)
     out = [
-        f"**→ {_title(target, bold_role=False)}** {_entry_name(doc, target)} · line {target.line + 1}"
+        f"**→ {_title(target, bold_role=False)}** {_entry_name(doc, target)} · line {doc.line_number(target.line)}"
         + (f" · {when}" if when else ""),
         markdown_plain(quick_preview(target, 160)),
     ]

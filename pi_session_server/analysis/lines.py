@@ -403,7 +403,7 @@ def _from_record(info: LineInfo, record: Any, keep_timestamp: bool) -> None:  # 
         info.ref = (
             record.target_id
             if etype == "label" or etype == "context_edit"
-            else (record.first_kept_entry_id if etype == "compaction" else record.from_id)
+            else (_plain(record.first_kept_entry_id) if etype == "compaction" else record.from_id)
         )
     elif etype == "custom_message" and type(record.content) is list:
         problems = problems if problems is not None else []

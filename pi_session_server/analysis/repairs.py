@@ -205,7 +205,7 @@ def _remove_repeated_line(doc: SessionDocument, info: LineInfo, kept_copies: Kep
     n = info.line
     return [
         Repair(
-            f"Remove this line: line {kept.line + 1} holds the same entry, byte for byte (the copy pi keeps)",
+            f"Remove this line: line {doc.line_number(kept.line)} holds the same entry, byte for byte (the copy pi keeps)",
             codes.DUPLICATE_ID,
             n,
             lambda: [_delete_line(doc, n)],
@@ -263,7 +263,7 @@ def _orphan_repairs(
     holder = glued.get(info.parent_id) if type(info.parent_id) is str else None
     if holder is not None:
         # the parent is not gone, only unreadable: splitting its line beats re-parenting
-        return [_split_for_orphan(info, *holder), replace(_reparent_orphan(doc, info), preferred=False)]
+        return [_split_for_orphan(doc, info, *holder), replace(_reparent_orphan(doc, info), preferred=False)]
     return [_reparent_orphan(doc, info)]
 
 
@@ -522,7 +522,7 @@ def _reparent_orphan(doc: SessionDocument, info: LineInfo) -> Repair:
             edits,
             key=key,
         )
-    title = f"Re-parent to `{target.id}` (line {target.line + 1}), the nearest surviving ancestor{more}"
+    title = f"Re-parent to `{target.id}` (line {doc.line_number(target.line)}), the nearest surviving ancestor{more}"
     return Repair(title, codes.DANGLING_PARENT, info.line, edits, preferred=True, key=key)
 
 
@@ -592,10 +592,12 @@ def _split_glued(info: LineInfo, pieces: tuple[Piece, ...]) -> list[Repair]:
     return out
 
 
-def _split_for_orphan(orphan: LineInfo, holder: LineInfo, pieces: tuple[Piece, ...]) -> Repair:
+def _split_for_orphan(
+    doc: SessionDocument, orphan: LineInfo, holder: LineInfo, pieces: tuple[Piece, ...]
+) -> Repair:
     """The fix for an entry whose parent sits inside lines glued together: split that line."""
     return Repair(
-        f"Split line {holder.line + 1}, where the parent `{orphan.parent_id}` is glued to another line",
+        f"Split line {doc.line_number(holder.line)}, where the parent `{orphan.parent_id}` is glued to another line",
         codes.DANGLING_PARENT,
         orphan.line,
         lambda: _split_edits(holder, pieces, keep_cut_off=True),
@@ -645,10 +647,12 @@ def _orphan_result_repairs(doc: SessionDocument, result: LineInfo) -> list[Repai
             and not strict_equal(result.parent_id, target.id)  # else the move changes nothing
             and not tree.is_ancestor(result, target)
         ):
-            where = "" if target is caller else f", after its other results (line {target.line + 1})"
+            where = (
+                "" if target is caller else f", after its other results (line {doc.line_number(target.line)})"
+            )
             out.append(
                 Repair(
-                    f"Move under the assistant message that made the call (line {caller.line + 1}{where})",
+                    f"Move under the assistant message that made the call (line {doc.line_number(caller.line)}{where})",
                     codes.ORPHAN_TOOL_RESULT,
                     result.line,
                     lambda: _set_parent(result, target.id),
@@ -780,13 +784,11 @@ def _break_cycle_at(doc: SessionDocument, breaker: LineInfo, line: int) -> Repai
     """``breaker`` given the entry written before it (where pi would have hung it), or made a root
     when there is none. Offered on ``line``, one of the cycle's."""
     target = nearest_surviving_ancestor(doc, breaker)
-    at = f"Break the cycle at line {breaker.line + 1}"
+    at = f"Break the cycle at line {doc.line_number(breaker.line)}"
     if target is None:
         title = f"{at}: make `{breaker.id}` a root (parentId null), no entry is before it"
     else:
-        title = (
-            f"{at}: re-parent `{breaker.id}` to `{target.id}` (line {target.line + 1}), the entry before it"
-        )
+        title = f"{at}: re-parent `{breaker.id}` to `{target.id}` (line {doc.line_number(target.line)}), the entry before it"
     new_parent = None if target is None else target.id
     return Repair(
         title,

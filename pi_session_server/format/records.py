@@ -318,7 +318,9 @@ class UsageEntry(_Entry, tag="usage", kw_only=True):
 
 class CompactionEntry(_Entry, tag="compaction", kw_only=True):
     summary: str
-    first_kept_entry_id: str
+    # "keep nothing": pi 1.6.0 writes the compaction's own id; 0.86.1 wrote null, or no key when
+    # none was given (and pi's version 1 migration leaves it out when it cannot place it)
+    first_kept_entry_id: str | UnsetType | None = UNSET
     tokens_before: float
     details: Any = UNSET
     usage: Usage | UnsetType | None = UNSET

@@ -575,7 +575,7 @@ class LanguageFeatures:
         except UnicodeDecodeError:
             return False
         state.doc = doc
-        state.lone_cr = closed.lone_cr
+        _keep_lone_crs(state, closed.lone_cr)
         self._look_at_file(state)
         self._append(state, added)
         self.publish(state)
@@ -594,7 +594,7 @@ class LanguageFeatures:
 
     def _opened(self, state: DocState, doc: SessionDocument) -> None:
         state.doc = doc
-        state.lone_cr = LoneCarriageReturns()
+        _keep_lone_crs(state, LoneCarriageReturns())
         self._look_at_file(state)
         self._scan_lone_crs(state, doc)  # before any publication: the editor's lines are placed by it
         if doc.provisional:
@@ -668,7 +668,7 @@ class LanguageFeatures:
                 state.lone_cr.edited(doc.lines, first, removed, removed + doc.line_count - before)
             else:
                 doc.replace_all(change.text)
-                state.lone_cr = LoneCarriageReturns()
+                _keep_lone_crs(state, LoneCarriageReturns())
                 if "\r" in change.text:
                     state.lone_cr.scan(doc.lines)
         state.version = version
@@ -1642,6 +1642,14 @@ def _holds_surrogate(data: bytes, end: int) -> bool:
     found at memory speed: most texts have none)."""
     at = data.find(b"\xed", 0, end)
     return at >= 0 and _SURROGATE.search(data, at, end) is not None
+
+
+def _keep_lone_crs(state: DocState, lone_cr: LoneCarriageReturns) -> None:
+    """The document's lone CRs are kept in ``lone_cr`` from now on: the lines its texts name
+    ("line 12" in a hover, a message, a title) are numbered by them, as the client numbers them."""
+    state.lone_cr = lone_cr
+    if state.doc is not None:
+        state.doc.line_number = lone_cr.line_number
 
 
 def _fill_caches(doc: SessionDocument) -> None:

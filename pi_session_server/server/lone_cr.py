@@ -100,6 +100,11 @@ class LoneCarriageReturns:
         k = bisect_right(offsets, offset)
         return line + self._extra_before(line) + k, offsets[k - 1] if k else 0
 
+    def line_number(self, line: int) -> int:
+        """The number (from 1) the client gives the first of its lines in session line ``line``:
+        the "line N" of the texts it is shown (the analysis' :attr:`SessionDocument.line_number`)."""
+        return self.to_lsp(line, 0)[0] + 1
+
     def from_lsp(self, lsp_line: int) -> tuple[int, int, int]:
         """(session line, byte offset where the LSP line starts, where it ends or -1 for the
         session line's end) of an LSP line."""

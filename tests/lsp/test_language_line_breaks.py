@@ -13,7 +13,7 @@ import re
 
 import builders as S
 import pytest
-from language_support import Editor, client_fixture, codes_by_line, editor_fixture  # noqa: F401  (fixtures)
+from language_support import Editor, client_fixture, codes_by_line, editor_fixture, td  # noqa: F401  (fixtures)
 from lsprotocol import types
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -115,3 +115,57 @@ async def test_no_range_ends_between_the_cr_and_lf_of_a_crlf_line(editor: Editor
     assert line == cut
     width = len(line.encode("utf-16-le")) // 2 if editor.encoding == "utf-16" else len(line)
     assert invalid.range.start.character <= width and invalid.range.end.character <= width
+
+
+async def test_texts_name_lines_as_the_client_numbers_them(editor: Editor) -> None:
+    """A "line N" in a hover, a completion item, a hint, a lens, a quick fix's title or a problem's
+    message is the client's line N, where the entry starts: a lone "\\r" above it counts."""
+    uri = editor.fresh_uri("cr-texts")
+    # the client's lines (from 1): header 1, a 2-3, b 4, c 5, the two d 6 and 7, e 8, f 9
+    text = "".join(
+        line + "\n"
+        for line in (
+            S.header(),
+            with_lone_cr(S.user("a", None, text="first"), "id"),
+            S.assistant("b", "a"),
+            S.user("c", "b", text="third"),
+            S.user("d", "c"),
+            S.user("d", "c"),
+            S.context_edit("e", "d", "b"),
+            S.context_edit("f", "e", "e"),
+        )
+    )
+    diagnostics = await editor.open(uri, text)
+    assert codes_by_line(diagnostics) == [(5, "PI030"), (6, "PI030"), (8, "PI038")]
+    (refused,) = [d for d in diagnostics if d.code == "PI038"]
+    assert "(line 8 (context_edit))" in refused.message
+
+    async def hover_on(needle: str) -> str:
+        position = spec_position(text, needle, editor.encoding)
+        hover = await editor.client.text_document_hover_async(types.HoverParams(td(uri), position))
+        assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+        return hover.contents.value
+
+    b = await hover_on('"id":"b"')
+    assert "line 4 · depth 1 · parent `a` (line 2)" in b and "**edited** by line 8" in b
+
+    at = spec_position(text, '"parentId":"c"', editor.encoding)
+    at = types.Position(at.line, at.character + len('"parentId":"'))
+    items = await editor.client.text_document_completion_async(types.CompletionParams(td(uri), at))
+    assert isinstance(items, types.CompletionList)
+    assert {item.label: item.detail for item in items.items}["c"] == "message · line 5 · user: third"
+
+    whole = types.Range(types.Position(0, 0), types.Position(len(spec_lines(text)), 0))
+    hints = await editor.client.text_document_inlay_hint_async(types.InlayHintParams(td(uri), whole))
+    labels = {hint.position.line: hint.label for hint in hints or []}
+    assert labels[3] == "depth 1 · edited by line 8" and "omits line 4" in str(labels[7])
+
+    lenses = await editor.client.text_document_code_lens_async(types.CodeLensParams(td(uri)))
+    titles = {lens.range.start.line: lens.command.title for lens in lenses or [] if lens.command}
+    assert titles[3].startswith("edited by line 8:")
+
+    context = types.CodeActionContext(diagnostics=list(diagnostics))
+    actions = await editor.client.text_document_code_action_async(
+        types.CodeActionParams(td(uri), types.Range(types.Position(5, 0), types.Position(5, 0)), context)
+    )
+    assert any("line 7 holds the same entry" in action.title for action in actions or [])

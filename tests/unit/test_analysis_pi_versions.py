@@ -142,6 +142,27 @@ def test_keep_nothing_compaction_is_not_pi034_under_either_release() -> None:
     assert "keeps nothing from before it" in shown
 
 
+def test_pi_0_86_1_s_keep_nothing_compactions_are_no_problem_under_either_release(tmp_path: Path) -> None:
+    """pi 0.86.1 writes "keep nothing" as ``firstKeptEntryId: null``, or without the key when it is
+    not given (pi's v1 migration leaves it out too); both releases read either as keeping nothing.
+    Neither is a field that pi "always writes" missing (PI021) or of the wrong type (PI022)."""
+    m = SessionManager.create("/proj", str(tmp_path / "sessions"), pi="0.86.1")
+    m.append_message(user("hello"))
+    m.append_message(assistant("hi"))
+    m.append_compaction("Goal: greet.", None, 100)
+    m.append_compaction("Goal: still greet.", ABSENT, 100)
+    m.append_message(user("thanks"))
+    path = Path(m.get_session_file())
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert '"firstKeptEntryId":null' in lines[3] and "firstKeptEntryId" not in lines[4]
+    for pi in ("1.6.0", "0.86.1"):
+        doc = SessionDocument.from_file(str(path), pi=pi)
+        assert document_diagnostics(doc) == [], pi
+        for n in (3, 4):
+            shown, _ = hover(doc, n, 1)  # type: ignore[misc]
+            assert "keeps nothing from before it" in shown
+
+
 def test_fork_output_keeps_fromid_and_unanswered_calls_quiet(written_by_pi_1_6_0: tuple[Path, Path]) -> None:
     _, forked = written_by_pi_1_6_0
     doc = SessionDocument.from_file(str(forked))

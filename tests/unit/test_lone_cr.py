@@ -48,6 +48,8 @@ def check(text: bytes, crs: LoneCarriageReturns) -> None:
             got_line, segment_start = crs.to_lsp(line, offset)
             assert got_line == lsp_line, (text, line, offset)
             assert line_start + segment_start == starts[lsp_line]
+        # the number texts give the line: the client's line (from 1) where the session line starts
+        assert crs.line_number(line) == max(k for k, s in enumerate(starts) if s <= line_start) + 1
     for lsp_line, start in enumerate(starts):
         line, segment_start, segment_end = crs.from_lsp(lsp_line)
         assert line_starts[line] + segment_start == start, (text, lsp_line)

@@ -9,6 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.server import errors as E
 from pi_session_server.server.app import create_server
 from pi_session_server.server.language_features import LARGE_FILE
@@ -115,6 +116,32 @@ def test_what_the_library_writes_matches_the_line_schema(tmp_path: Path) -> None
     written = Path(m.get_session_file()).read_text().splitlines()
     assert len(written) == 13
     for line in written:
+        errors = list(validator.iter_errors(json.loads(line)))
+        assert not errors, f"{line[:80]}: {errors[0].message}"
+
+
+def test_pi_0_86_1_s_keep_nothing_compactions_match_the_line_schema(tmp_path: Path) -> None:
+    """pi 0.86.1 writes "keep nothing" as ``firstKeptEntryId: null``, or without the key."""
+    m = SessionManager.create(str(tmp_path), str(tmp_path), pi="0.86.1")
+    m.append_message({"role": "user", "content": "hi", "timestamp": 1})
+    m.append_message(
+        {
+            "role": "assistant",
+            "content": [],
+            "api": "a",
+            "provider": "p",
+            "model": "m",
+            "usage": {"input": 1},
+            "stopReason": "stop",
+            "timestamp": 2,
+        }
+    )
+    m.append_compaction("summary", None, 100)
+    m.append_compaction("summary", ABSENT, 100)
+    compactions = Path(m.get_session_file()).read_text().splitlines()[3:]
+    assert '"firstKeptEntryId":null' in compactions[0] and "firstKeptEntryId" not in compactions[1]
+    validator = _line_validator()
+    for line in compactions:
         errors = list(validator.iter_errors(json.loads(line)))
         assert not errors, f"{line[:80]}: {errors[0].message}"
 
