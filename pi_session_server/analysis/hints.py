@@ -113,7 +113,7 @@ def code_lenses(doc: SessionDocument, check: Callable[[], None] | None = None) -
         if not tree.members:  # (a header alone: pi writes its first entry with the first message)
             title = "no entries yet"
         elif leaf is not None:
-            title = f"{len(tree.members):,} entries · leaf on line {leaf.line + 1}"
+            title = f"{len(tree.members):,} entries · leaf on line {doc.line_number(leaf.line)}"
         else:
             title = f"{len(tree.members):,} entries · no leaf: the next entry starts a new root"
         out.append(Lens(header.line, title))

@@ -163,6 +163,7 @@ async def test_texts_name_lines_as_the_client_numbers_them(editor: Editor) -> No
     lenses = await editor.client.text_document_code_lens_async(types.CodeLensParams(td(uri)))
     titles = {lens.range.start.line: lens.command.title for lens in lenses or [] if lens.command}
     assert titles[3].startswith("edited by line 8:")
+    assert titles[0].endswith("leaf on line 9")  # f, the last entry
 
     context = types.CodeActionContext(diagnostics=list(diagnostics))
     actions = await editor.client.text_document_code_action_async(
