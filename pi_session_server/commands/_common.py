@@ -55,6 +55,17 @@ def broken_link_problem(path: str) -> str | None:
     return None
 
 
+def open_failure(path: str, error: OSError) -> str:
+    """What ``error``, raised opening ``path``, tells a user: a link whose target is missing named
+    as such (the link itself is there to see: "No such file or directory" would say it is not),
+    else the system's words."""
+    if error.errno == errno.ENOENT and os.path.islink(path):
+        dangling = broken_link_problem(path)
+        if dangling is not None:
+            return dangling
+    return error.strerror or str(error)
+
+
 def special_file_problem(path: str) -> str | None:
     """Why ``path`` is not read at all when it is a FIFO or a device (never opened: reading one
     waits for a writer, or never ends); None for anything else (reading it says what is wrong)."""

@@ -8,7 +8,7 @@ from ..analysis.diagnostics import Diagnostic, document_diagnostics
 from ..analysis.document import SessionDocument
 from ..analysis.positions import UTF32, to_column
 from ..session.releases import DEFAULT_PI
-from ._common import special_file_problem
+from ._common import open_failure, special_file_problem
 from .check_report import FileReport, Finding
 
 
@@ -26,7 +26,7 @@ def check_file(
         doc = SessionDocument.from_file(path, pi=pi, end=end)
         return doc, document_diagnostics(doc), None
     except OSError as err:
-        return None, [], err.strerror or str(err)
+        return None, [], open_failure(path, err)
 
 
 def report_file(path: str, pi: str = DEFAULT_PI, *, end: int | None = None) -> FileReport:

@@ -141,6 +141,7 @@ def _title_width(columns: int, counts: list[str], widest_path: int) -> int:
 
 def _sessions(args: argparse.Namespace, session_dir: str | None, title_width: int) -> list[SessionInfo]:
     from ..format.jsvalue import ABSENT
+    from ..session.cli_session_dir import names_no_directory
     from ..session.listing import TextOptions, list_all_sessions, list_sessions
     from ..session.paths import default_session_dir_path
 
@@ -155,6 +156,8 @@ def _sessions(args: argparse.Namespace, session_dir: str | None, title_width: in
     read = shown if progress.enabled else None  # (a listing with a callback keeps partial lists)
 
     try:
+        if names_no_directory(session_dir):  # pi's listings find no session there
+            return []
         if args.all:  # pi's listAll(sessionDir)
             if session_dir is not None:
                 return list_all_sessions(session_dir, read, text=text)

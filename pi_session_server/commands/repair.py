@@ -40,7 +40,7 @@ from ..errors import FsError, PiSessionError
 from ..output import write_fully
 from ..session.profiles import Profile, profile_for
 from ..session.rewrites import FileState, Replaced, replace_in_place, rewrite_file, same_file
-from ._common import add_pi_argument, counted, special_file_problem
+from ._common import add_pi_argument, counted, open_failure, special_file_problem
 from .check import count_by_severity, say_what_was_not_found, session_files, summary_text
 
 
@@ -196,7 +196,7 @@ def _repair_path(
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
-        _say(f"pi-session repair: {path}: {err.strerror or err}", file=sys.stderr)
+        _say(f"pi-session repair: {path}: {open_failure(path, err)}", file=sys.stderr)
         return 2, 0
     try:
         return _repair(args, path, fd, chosen, others)

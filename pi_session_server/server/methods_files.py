@@ -25,6 +25,7 @@ from .locations import FileKeys, file_names, require_regular_file, uri_to_path
 from .pending_deletes import EVERY_FILE, LookLimit, look_timed_out, settle
 from .progress import Progress
 from .reply_bytes import listing_bytes, refuse_past_max
+from .session_dir_choice import finds_nothing_in, session_dir_to_look_in
 from .workers import CancelToken, Job, on_loop
 
 if TYPE_CHECKING:
@@ -110,7 +111,13 @@ def _register_listings(server: PiSessionServer) -> None:
             signal = _cancel_signal(token)
             progress.begin(title)
             try:
-                page = page_of(call(_progress_callback(progress), signal, first, env), p)
+                session_dir = session_dir_to_look_in(p, env)
+                found = (
+                    []
+                    if finds_nothing_in(p, session_dir)
+                    else call(session_dir, _progress_callback(progress), signal, first, env)
+                )
+                page = page_of(found, p)
                 if later:
                     page["sessions"] = _with_text(page["sessions"], text, signal, env)
             finally:
@@ -130,8 +137,8 @@ def _register_listings(server: PiSessionServer) -> None:
         return listing(
             p,
             "Listing sessions",
-            lambda progress, signal, text, env: list_sessions(
-                p.cwd, _session_dir(p, env), progress, signal, text=text, pi=pi, env=env
+            lambda session_dir, progress, signal, text, env: list_sessions(
+                p.cwd, session_dir, progress, signal, text=text, pi=pi, env=env
             ),
         )
 
@@ -143,21 +150,10 @@ def _register_listings(server: PiSessionServer) -> None:
         return listing(
             p,
             "Listing all sessions",
-            lambda progress, signal, text, env: list_all_sessions(
-                _session_dir(p, env), progress, signal, text=text, env=env
+            lambda session_dir, progress, signal, text, env: list_all_sessions(
+                session_dir, progress, signal, text=text, env=env
             ),
         )
-
-
-def _session_dir(p: P.ListingParams, env: Environment) -> Any:
-    """The listing's ``sessionDir``: as given, else with ``cliSessionDir`` where pi's command line
-    keeps sessions (its settings files read here, in the listing's job), else absent."""
-    if p.session_dir is UNSET and p.cli_session_dir:
-        from pi_session_server.session.cli_session_dir import cli_session_dir
-
-        chosen = cli_session_dir(None, env)
-        return ABSENT if chosen is None else chosen
-    return P.opt(p.session_dir)
 
 
 # what to ask for instead of a listing too large for one reply
@@ -178,7 +174,10 @@ def _register_session_files(server: PiSessionServer) -> None:
         env = server.environment_for(p)
 
         def job(_token: CancelToken) -> Any:
-            found = SessionManager.find_by_id(p.cwd, p.id, P.opt(p.session_dir), pi=pi, env=env)
+            session_dir = session_dir_to_look_in(p, env)
+            if finds_nothing_in(p, session_dir):
+                return None
+            found = SessionManager.find_by_id(p.cwd, p.id, session_dir, pi=pi, env=env)
             return None if found is ABSENT else found
 
         return server.pending_deletes.ordered(EVERY_FILE, lambda: server.run("pi/findById", job))

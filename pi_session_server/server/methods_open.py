@@ -18,6 +18,7 @@ from .errors import PiRpcError
 from .locations import require_regular_file
 from .pending_deletes import EVERY_FILE, deleted_as
 from .progress import Progress
+from .session_dir_choice import session_dir_to_keep_in
 from .wire import encode_result
 from .workers import CancelToken, Job, on_loop
 
@@ -68,7 +69,7 @@ def _register_opening(server: PiSessionServer) -> None:
             p,
             "Creating a session",
             lambda _: SessionManager.create(
-                p.cwd, P.opt(p.session_dir), P.options_dict(p.options), pi=pi, env=env
+                p.cwd, session_dir_to_keep_in(p, env), P.options_dict(p.options), pi=pi, env=env
             ),
         )
 
@@ -83,7 +84,9 @@ def _register_opening(server: PiSessionServer) -> None:
                 server,
                 p,
                 "Opening the most recent session",
-                lambda _: SessionManager.continue_recent(p.cwd, P.opt(p.session_dir), pi=pi, env=env),
+                lambda _: SessionManager.continue_recent(
+                    p.cwd, session_dir_to_keep_in(p, env), pi=pi, env=env
+                ),
             ),
         )
 

@@ -73,15 +73,17 @@ class SessionOptions(msgspec.Struct, rename="camel", kw_only=True):
 
 class EnvironmentOptions(msgspec.Struct, rename="camel", kw_only=True):
     """What pi reads from its process: the working directory (absolute; relative paths and the
-    default cwd), HOME (where ~ leads) and PI_CODING_AGENT_DIR (the default session directories). A
-    member given replaces the server's own; null for home or agentDir means not set."""
+    default cwd), HOME (where ~ leads), PI_CODING_AGENT_DIR (the default session directories) and
+    PI_CODING_AGENT_SESSION_DIR (where pi's command line keeps sessions: `cliSessionDir`). A
+    member given replaces the server's own; null for home, agentDir or sessionDir means not set."""
 
     cwd: AbsolutePath | UnsetType = UNSET
     home: Path | UnsetType | None = UNSET
     agent_dir: Path | UnsetType | None = UNSET
+    session_dir: Path | UnsetType | None = UNSET
 
     def applied_to(self, base: Environment) -> Environment:
-        given = {name: getattr(self, name) for name in ("cwd", "home", "agent_dir")}
+        given = {name: getattr(self, name) for name in ("cwd", "home", "agent_dir", "session_dir")}
         return dataclasses.replace(base, **{k: v for k, v in given.items() if v is not UNSET})
 
 
@@ -115,12 +117,14 @@ class OpenParams(OpeningParams, kw_only=True):
 class CreateParams(OpeningParams, kw_only=True):
     cwd: Path
     session_dir: Path | UnsetType = UNSET
+    cli_session_dir: bool = False
     options: SessionOptions | UnsetType = UNSET
 
 
 class ContinueRecentParams(OpeningParams, kw_only=True):
     cwd: Path
     session_dir: Path | UnsetType = UNSET
+    cli_session_dir: bool = False
 
 
 class InMemoryParams(OpeningParams, kw_only=True):
@@ -175,6 +179,7 @@ class FindByIdParams(OpeningParams, kw_only=True):
     cwd: Path
     id: str
     session_dir: Path | UnsetType = UNSET
+    cli_session_dir: bool = False
 
 
 class DeleteParams(LocatedParams, kw_only=True):
@@ -369,7 +374,7 @@ class SessionContextParams(ContextParams, kw_only=True):
 
 # members that name files: a lone surrogate in them reaches the file system as U+FFFD (Node's way)
 _PATH_MEMBERS = ("path", "cwd", "sessionDir", "cwdOverride", "sourcePath", "targetCwd")
-_ENVIRONMENT_PATH_MEMBERS = ("cwd", "home", "agentDir")
+_ENVIRONMENT_PATH_MEMBERS = ("cwd", "home", "agentDir", "sessionDir")
 
 
 def parse(params: Any, struct: type[T]) -> T:

@@ -494,10 +494,12 @@ FIELD_DOCS = {
     ),
     "workDoneToken": "LSP work-done progress token: the server reports $/progress for long operations.",
     "environment": (
-        "The working directory, HOME and PI_CODING_AGENT_DIR pi would read from its process, for this "
-        "request: relative paths, `~`, the default cwd and the default session directories. Members left "
-        "out are the server's (its own process's at start, or initializationOptions.environment). A "
-        "session opened with one keeps it for its later requests."
+        "The working directory, HOME, PI_CODING_AGENT_DIR and PI_CODING_AGENT_SESSION_DIR pi would read "
+        "from its process, for this request: relative paths, `~`, the default cwd, the default session "
+        "directories and where pi's command line keeps sessions (`cliSessionDir`). Members left out are "
+        "the server's (its own process's at start, or initializationOptions.environment); null for "
+        "home, agentDir or sessionDir means not set. A session opened with one keeps it for its later "
+        "requests."
     ),
     "kind": "Which appender: the type of the entry it writes.",
     "filter": "none (every entry) or one of pi's /tree modes.",
@@ -579,11 +581,15 @@ FIELD_DOCS = {
         "collected, so a listing of long sessions stays small."
     ),
     "cliSessionDir": (
-        "pi/list, pi/listAll: true, without `sessionDir`: list where pi's command line keeps sessions "
-        "(`--session-dir` aside): the server's PI_CODING_AGENT_SESSION_DIR, else the `sessionDir` "
-        "setting of the agent directory and of the working directory's project (the request's "
-        "`environment`), else SessionManager's default, as pi --resume lists them (docs/FORMAT.md "
-        "§3.1). Default false: SessionManager's default."
+        "pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create: true, without `sessionDir`: "
+        "look (and make the session) where pi's command line keeps sessions (`--session-dir` aside): "
+        "PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the server's), else the "
+        "`sessionDir` setting of the agent directory and of the working directory's project (the "
+        "request's `environment`), else SessionManager's default, as pi --resume, --session and "
+        "--continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use "
+        "(docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL "
+        "byte, the listings and pi/findById find nothing and pi/continueRecent and pi/create use the "
+        "default. Default false: SessionManager's default."
     ),
     "maxTextChars": (
         "pi/list, pi/listAll: cut firstMessage and allMessagesText to this many characters (Unicode code "

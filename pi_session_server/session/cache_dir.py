@@ -130,7 +130,8 @@ def default_index_directory() -> str | None:
     (None when there is no home directory to put it in)."""
     configured = os.environ.get(INDEX_DIR_ENV)
     if configured:
-        return os.path.abspath(os.path.expanduser(configured))
+        expanded = os.path.expanduser(configured)
+        return os.path.abspath(expanded) if os.path.isabs(expanded) else _made_absolute_once(expanded)
     xdg = os.environ.get("XDG_CACHE_HOME")
     if xdg and os.path.isabs(xdg):  # the XDG spec: a relative path is to be ignored
         return os.path.join(xdg, "pi-session")
@@ -138,6 +139,18 @@ def default_index_directory() -> str | None:
     if home == "~" or not os.path.isabs(home):
         return None
     return os.path.join(home, ".cache", "pi-session")
+
+
+@functools.cache
+def _made_absolute_once(relative: str) -> str | None:
+    """A relative ``$PI_SESSION_INDEX_DIR`` in the working directory the process had when it first
+    read it, as a command started there means it: a process that changes its working directory
+    later keeps one cache directory (not one under each directory it works in). None when that
+    working directory was removed: no index."""
+    try:
+        return os.path.abspath(relative)
+    except OSError:
+        return None
 
 
 def index_settings(index: bool | StrPath = True) -> IndexSettings | None:

@@ -9,18 +9,31 @@ The settings are read as pi's ``SettingsManager.create(cwd, agentDir)`` reads th
 ``<agent dir>/settings.json``, then ``<cwd>/.pi/settings.json`` merged over it. A file that is
 missing, unreadable, empty, not JSON or not a JSON object holds no settings (pi records the error
 and goes on). Nothing is written: pi locks a settings file to read it, the library does not.
+
+A ``sessionDir`` setting pi cannot use is docs/DEVIATIONS.md D25: one that stops pi at its start is
+taken as not set (:func:`settings_session_dir`), one holding a NUL byte is kept, for the callers to
+find nothing in it (:func:`names_no_directory`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..errors import FileUrlError
 from ..format.jsjson import JsonSyntaxError, parse
 from ..regular_file import open_regular
 from .environment import Environment, current
-from .paths import StrPath, get_agent_dir, node_join, normalize_path, path_given, resolve_path
+from .paths import (
+    StrPath,
+    get_agent_dir,
+    node_join,
+    node_normalize_path,
+    normalize_path,
+    path_given,
+    resolve_path,
+)
 
-__all__ = ["SETTINGS_FILE", "cli_session_dir", "settings_session_dir"]
+__all__ = ["SETTINGS_FILE", "cli_session_dir", "names_no_directory", "settings_session_dir"]
 
 #: The file of pi's settings, in the agent directory (global) and in ``<cwd>/.pi`` (project).
 SETTINGS_FILE = "settings.json"
@@ -34,7 +47,8 @@ def cli_session_dir(flag: StrPath | None = None, env: Environment | None = None)
 
     ``flag`` is ``--session-dir``'s value. Each choice is pi's ``normalizePath`` of it (``~``
     expanded, a ``file://`` URL made a path, a relative path kept relative: it names a directory
-    under ``env.cwd``); an empty one is no choice, as in pi.
+    under ``env.cwd``); an empty one is no choice, as in pi. A ``sessionDir`` setting holding a NUL
+    byte is returned as it is (see :func:`names_no_directory`).
     """
     env = current(env)
     if path_given(flag):
@@ -49,8 +63,9 @@ def settings_session_dir(env: Environment | None = None) -> str | None:
     normalized, or None when it is not set, empty, or set empty or null by the project over the
     global one.
 
-    A ``sessionDir`` that is not a string (pi's ``normalizePath`` then throws and pi stops) is
-    taken as not set: the default directory is listed instead of nothing at all.
+    A ``sessionDir`` that is not a string, or a ``file://`` URL Node refuses (pi's
+    ``normalizePath`` then throws and pi stops at its start) is taken as not set: the default
+    directory is used instead of none at all. One holding a NUL byte is returned as pi's value.
     """
     env = current(env)
     merged = _settings_at(node_join(resolve_path(get_agent_dir(env), env=env), SETTINGS_FILE))
@@ -61,7 +76,19 @@ def settings_session_dir(env: Environment | None = None) -> str | None:
     value = merged.get(_SESSION_DIR_KEY)
     if not isinstance(value, str) or not value:
         return None
-    return normalize_path(value, env)
+    try:
+        return node_normalize_path(value, env)
+    except FileUrlError:
+        return None
+
+
+def names_no_directory(session_dir: str | None) -> bool:
+    """Whether ``session_dir``, as :func:`cli_session_dir` chose it, holds a NUL byte. pi's
+    ``existsSync`` says no such directory and its ``readdirSync`` throws and is caught, so its
+    listings and findById find no session there; its continueRecent and create stop with Node's
+    TypeError at their mkdir, where the library's callers use the default directory instead. (The
+    library's functions refuse such a path up front, docs/DEVIATIONS.md D18.)"""
+    return session_dir is not None and "\x00" in session_dir
 
 
 def _settings_at(path: str) -> dict[str, Any]:

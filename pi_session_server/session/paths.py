@@ -29,6 +29,7 @@ __all__ = [
     "make_dirs",
     "node_join",
     "node_normalize",
+    "node_normalize_path",
     "node_resolve",
     "normalize_path",
     "path_given",
@@ -334,14 +335,21 @@ def normalize_path(p: StrPath, env: Environment | None = None) -> str:
     A result holding a NUL byte (given, or decoded from ``%00``) raises
     :class:`~pi_session_server.errors.InvalidArgValueError` (see :func:`reject_null_bytes`).
     """
+    return reject_null_bytes(node_normalize_path(p, env))
+
+
+def node_normalize_path(p: StrPath, env: Environment | None = None) -> str:
+    """pi's ``normalizePath`` as Node runs it: :func:`normalize_path` without refusing a NUL byte,
+    which pi's value keeps until a file system call refuses it (a caller that must tell what pi
+    does with such a value before then)."""
     p = path_text(p)
     if p == "~":
         return home_dir(env)
     if p.startswith("~/"):
-        return reject_null_bytes(node_join(home_dir(env), p[2:]))
+        return node_join(home_dir(env), p[2:])
     if p.startswith("file://"):
-        return reject_null_bytes(file_url_to_path(p))
-    return reject_null_bytes(p)
+        return file_url_to_path(p)
+    return p
 
 
 def resolve_path(p: StrPath, base: str | None = None, env: Environment | None = None) -> str:

@@ -1,15 +1,16 @@
-"""The sidecar's environment: a request may give the working directory, HOME and agent directory
-pi would read from its process (``environment``), the client may set them for the whole server
+"""The sidecar's environment: a request may give the working directory, HOME, agent directory and
+PI_CODING_AGENT_SESSION_DIR pi would read from its process (``environment``), the client may set them for the whole server
 (``initializationOptions.environment``), and the server's own are its process's at start. The server
 never changes its own working directory or variables for them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from builders import assistant_message, user_message
-from sidecar_support import expect_error, server_env, sidecar_fixture  # noqa: F401  (fixture)
+from sidecar_support import EXAMPLE, expect_error, server_env, sidecar_fixture  # noqa: F401  (fixture)
 
 from pi_session_server.server.stdio_client import RpcError, SidecarClient, default_command
 
@@ -95,6 +96,52 @@ async def test_paths_of_an_environment_with_lone_surrogates_are_the_file_systems
     with expect_error(-32602) as failure:  # a member of another type: its type error, named
         await sidecar.request("pi/getTree", {"uri": (tmp_path / "x.jsonl").as_uri(), "filter": "\ud800"})
     assert "$.filter" in failure.value.message
+
+
+def pi_sessions(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A project whose pi settings keep sessions in ``elsewhere``, and one session of it in each of
+    ``custom`` and ``other``; the environment of requests about it."""
+    work = tmp_path / "project"
+    (work / ".pi").mkdir(parents=True)
+    (work / ".pi" / "settings.json").write_text(json.dumps({"sessionDir": str(tmp_path / "elsewhere")}))
+    header = json.loads(EXAMPLE.read_text().splitlines()[0])
+    for name in ("custom", "other"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "s.jsonl").write_text(EXAMPLE.read_text().replace(header["cwd"], str(work)))
+    return work, {"cwd": str(work), "agentDir": str(tmp_path / "agent")}
+
+
+def listed(sessions: list[dict[str, object]]) -> list[object]:
+    return [s["path"] for s in sessions]
+
+
+async def test_the_session_dir_of_a_request_is_its_pi_coding_agent_session_dir(sidecar, tmp_path):
+    work, environment = pi_sessions(tmp_path)
+    asked = {"cwd": str(work), "cliSessionDir": True, "text": "none"}
+    assert await sidecar.request("pi/list", {**asked, "environment": environment}) == []  # the setting's
+    over = {**environment, "sessionDir": str(tmp_path / "custom")}  # the variable comes before it
+    assert listed(await sidecar.request("pi/list", {**asked, "environment": over})) == [
+        str(tmp_path / "custom" / "s.jsonl")
+    ]
+    session_id = json.loads(EXAMPLE.read_text().splitlines()[0])["id"]
+    found = {"cwd": str(work), "id": session_id, "cliSessionDir": True, "environment": over}
+    assert await sidecar.request("pi/findById", found) == str(tmp_path / "custom" / "s.jsonl")
+
+
+@pytest.mark.slow
+def test_the_servers_pi_coding_agent_session_dir_and_its_override(tmp_path: Path) -> None:
+    work, environment = pi_sessions(tmp_path)
+    env = {**server_env(tmp_path), "PI_CODING_AGENT_SESSION_DIR": str(tmp_path / "custom")}
+    asked = {"cwd": str(work), "cliSessionDir": True, "text": "none", "environment": environment}
+    with SidecarClient(default_command(), env=env, cwd=str(tmp_path)) as client:
+        client.initialize()
+        assert listed(client.request("pi/list", asked)) == [str(tmp_path / "custom" / "s.jsonl")]
+        # null: not set, the server's own left aside (the setting's directory is listed)
+        unset = {**asked, "environment": {**environment, "sessionDir": None}}
+        assert client.request("pi/list", unset) == []
+    with SidecarClient(default_command(), env=env, cwd=str(tmp_path)) as client:
+        client.initialize(options={"environment": {"sessionDir": str(tmp_path / "other")}})
+        assert listed(client.request("pi/list", asked)) == [str(tmp_path / "other" / "s.jsonl")]
 
 
 @pytest.mark.slow

@@ -268,3 +268,55 @@ async def test_a_listing_with_cli_session_dir_looks_where_pis_settings_say(sidec
         assert (
             await sidecar.request(method, {**asked, "cliSessionDir": True, "sessionDir": str(tmp_path)}) == []
         )
+
+
+def _pi_settings_session(tmp_path: Path, setting: object) -> tuple[Path, dict[str, str], str]:
+    """A project whose pi settings say ``sessionDir: setting``, the example session (of the
+    project) in ``tmp_path/custom``, the request's environment, and the session's id."""
+    project, custom = tmp_path / "project", tmp_path / "custom"
+    (project / ".pi").mkdir(parents=True)
+    custom.mkdir()
+    (custom / "s.jsonl").write_text(EXAMPLE.read_text().replace(CWD, str(project)))
+    (project / ".pi" / "settings.json").write_text(json.dumps({"sessionDir": setting}))
+    environment = {"cwd": str(project), "agentDir": str(tmp_path / "agent")}
+    return project, environment, json.loads(EXAMPLE.read_text().splitlines()[0])["id"]
+
+
+async def test_find_continue_and_create_with_cli_session_dir_use_pis_directory(sidecar, tmp_path):
+    project, environment, session_id = _pi_settings_session(tmp_path, str(tmp_path / "custom"))
+    mine = str(tmp_path / "custom" / "s.jsonl")
+    asked = {"cwd": str(project), "environment": environment}
+    found = {**asked, "id": session_id}
+    assert await sidecar.request("pi/findById", found) is None  # SessionManager's default directory
+    assert await sidecar.request("pi/findById", {**found, "cliSessionDir": True}) == mine
+    recent = await sidecar.request("pi/continueRecent", {**asked, "cliSessionDir": True})
+    assert recent["sessionFile"] == mine
+    created = await sidecar.request("pi/create", {**asked, "cliSessionDir": True})
+    assert created["sessionDir"] == str(tmp_path / "custom")
+    # without it: SessionManager's default, a new session in the agent directory's sessions
+    recent = await sidecar.request("pi/continueRecent", asked)
+    assert recent["sessionDir"].startswith(str(tmp_path / "agent" / "sessions"))
+
+
+@pytest.mark.parametrize("setting", ["file://host/custom", "file:///custom%2fx", "file:///%zz"])
+async def test_a_session_dir_setting_that_stops_pi_is_taken_as_not_set(sidecar, tmp_path, setting):
+    project, environment, _ = _pi_settings_session(tmp_path, setting)
+    default = tmp_path / "agent" / "sessions" / f"--{str(project)[1:].replace('/', '-')}--"
+    default.mkdir(parents=True)
+    (default / "d.jsonl").write_text(EXAMPLE.read_text().replace(CWD, str(project)))
+    asked = {"cwd": str(project), "environment": environment, "cliSessionDir": True, "text": "none"}
+    assert [s["path"] for s in await sidecar.request("pi/list", asked)] == [str(default / "d.jsonl")]
+
+
+@pytest.mark.parametrize("setting", ["{}/custom\x00", "file://{}/custom%00"])
+async def test_a_session_dir_setting_with_a_nul_byte_holds_no_session(sidecar, tmp_path, setting):
+    project, environment, session_id = _pi_settings_session(tmp_path, setting.format(tmp_path))
+    asked = {"cwd": str(project), "environment": environment, "cliSessionDir": True}
+    # pi's listings and findById find nothing in it
+    assert await sidecar.request("pi/list", {**asked, "text": "none"}) == []
+    assert await sidecar.request("pi/listAll", {"environment": environment, "cliSessionDir": True}) == []
+    assert await sidecar.request("pi/findById", {**asked, "id": session_id}) is None
+    # pi stops at its mkdir: the default directory instead
+    for method in ("pi/continueRecent", "pi/create"):
+        info = await sidecar.request(method, asked)
+        assert info["sessionDir"].startswith(str(tmp_path / "agent" / "sessions")), method

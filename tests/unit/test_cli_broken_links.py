@@ -56,3 +56,14 @@ def test_check_repair_and_list_say_why_a_link_leads_nowhere(
         assert main([command, str(link)]) == 2
         err = capsys.readouterr().err
         assert err.splitlines()[0] == f"pi-session {command}: {link}: {said}"
+
+
+@pytest.mark.parametrize("command", ["check", "repair"])
+def test_check_and_repair_of_a_directory_name_a_link_that_leads_nowhere(
+    command: str, dangling: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # found by the walk of the directory, not given: it used to be "No such file or directory"
+    main([command, str(dangling.parent)])
+    out, err = capsys.readouterr()
+    assert dangling_said(dangling) in (out if command == "check" else err)
+    assert "No such file or directory" not in out + err

@@ -12,7 +12,7 @@ import builders as S
 import pytest
 
 from pi_session_server.cli import main
-from pi_session_server.session.cli_session_dir import cli_session_dir
+from pi_session_server.session.cli_session_dir import cli_session_dir, names_no_directory
 from pi_session_server.session.environment import Environment
 
 
@@ -91,6 +91,23 @@ def test_a_bad_project_settings_file_or_value_leaves_the_global_setting_or_the_d
     _settings(_global(root), '{"sessionDir": "/global"}')
     bad_value = text.startswith(b'{"sessionDir"')  # the project's value still hides the global one
     assert cli_session_dir(None, _env(root)) == (None if bad_value else "/global")
+
+
+@pytest.mark.parametrize("value", ["file://host/s", "file:///a%2fb", "file:///a%zz", "file://[::1/s"])
+def test_a_file_url_node_refuses_is_taken_as_not_set(root: Path, value: str) -> None:
+    # pi's normalizePath throws at its start, whatever it was asked: the default instead
+    _settings(_global(root), '{"sessionDir": "/global"}')
+    _settings(_project(root), json.dumps({"sessionDir": value}))
+    assert cli_session_dir(None, _env(root)) is None
+
+
+@pytest.mark.parametrize("value", ["/s\\u0000x", "file:///s%00x", "~/s\\u0000x"])
+def test_a_nul_byte_is_kept_and_names_no_directory(root: Path, value: str) -> None:
+    _settings(_project(root), f'{{"sessionDir": "{value}"}}')
+    chosen = cli_session_dir(None, _env(root))
+    assert chosen is not None and chosen.endswith("/s\x00x")  # pi's value, refused by nothing yet
+    assert names_no_directory(chosen)
+    assert not names_no_directory("/s") and not names_no_directory(None)
 
 
 def test_an_unreadable_settings_file_or_a_directory_is_no_error(root: Path) -> None:
@@ -200,3 +217,19 @@ def test_check_without_a_path_checks_where_the_settings_or_the_flag_say(
     assert f"{root / 'missing'}: no such directory" in capsys.readouterr().err
     assert main(["check", str(checked), "--session-dir", "x"]) == 2
     assert "give paths or --session-dir, not both" in capsys.readouterr().err
+
+
+def test_list_finds_nothing_where_a_nul_byte_setting_points(
+    project: Path, root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _session(
+        root / "agent" / "sessions" / f"--{str(project)[1:].replace('/', '-')}--" / "a.jsonl",
+        "s-a",
+        str(project),
+    )
+    _settings(_project(root), json.dumps({"sessionDir": str(root / "custom") + "\x00"}))
+    assert _listed(capsys) == []  # as pi's list: not the default directory's session
+    assert main(["list", "--all"]) == 0
+    assert "no sessions in " + str(root / "custom") + "\\x00" in capsys.readouterr().err
+    assert main(["check", "--no-index"]) == 0  # nothing there to check, as for a missing directory
+    assert str(root / "custom") + "\\x00: no such directory" in capsys.readouterr().err

@@ -415,7 +415,10 @@ def pi_session_options() -> set[str]:
 
 
 # options of the other programs the pages run: pip, python, pytest, mkdir, ln, code, pi
-OTHER_PROGRAMS_OPTIONS = {"-e", "-m", "-p", "-s", "--install-extension", "--session-dir"}
+OTHER_PROGRAMS_OPTIONS = {
+    *("-e", "-m", "-p", "-s", "--install-extension"),
+    *("--session-dir", "--resume", "--continue", "--session"),  # pi's, where it keeps its sessions
+}
 
 
 @pytest.mark.parametrize("path", USER_PAGES, ids=page_id)

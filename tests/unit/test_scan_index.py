@@ -728,6 +728,26 @@ def test_settings_from_the_argument_and_the_environment(tmp_path: Path, monkeypa
     assert cache_dir.index_settings(str(tmp_path / "arg")) is None
 
 
+def test_a_relative_index_directory_is_where_the_process_first_read_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.delenv(cache_dir.NO_INDEX_ENV, raising=False)
+    for name in ("first", "later", "removed"):
+        (tmp_path / name).mkdir()
+    relative = f"index-of-{tmp_path.name}"  # (one this process has not read before)
+    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, relative)
+    monkeypatch.chdir(tmp_path / "first")
+    assert cache_dir.default_index_directory() == str(tmp_path / "first" / relative)
+    monkeypatch.chdir(tmp_path / "later")  # one cache directory, not one in each directory worked in
+    assert cache_dir.default_index_directory() == str(tmp_path / "first" / relative)
+    # first read where the working directory was removed: no index, and no error
+    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, relative + "-too")
+    monkeypatch.chdir(tmp_path / "removed")
+    (tmp_path / "removed").rmdir()
+    assert cache_dir.default_index_directory() is None
+    assert cache_dir.index_settings() is None
+
+
 def test_files_smaller_than_the_threshold_are_only_scanned(tmp_path: Path, index_dir: Path):
     path = _session(tmp_path / "s.jsonl", final_newline=True)
     fd = open_for_reading(str(path))

@@ -6,10 +6,12 @@ export interface OpenParams {
   /** LSP work-done progress token: the server reports $/progress for long operations. */
   workDoneToken?: number | string;
   /**
-   * The working directory, HOME and PI_CODING_AGENT_DIR pi would read from its process, for this
-   * request: relative paths, `~`, the default cwd and the default session directories. Members left
-   * out are the server's (its own process's at start, or initializationOptions.environment). A
-   * session opened with one keeps it for its later requests.
+   * The working directory, HOME, PI_CODING_AGENT_DIR and PI_CODING_AGENT_SESSION_DIR pi would read
+   * from its process, for this request: relative paths, `~`, the default cwd, the default session
+   * directories and where pi's command line keeps sessions (`cliSessionDir`). Members left out are
+   * the server's (its own process's at start, or initializationOptions.environment); null for home,
+   * agentDir or sessionDir means not set. A session opened with one keeps it for its later
+   * requests.
    */
   environment?: EnvironmentOptions;
   /**
@@ -25,23 +27,27 @@ export interface OpenParams {
 
 /**
  * What pi reads from its process: the working directory (absolute; relative paths and the default
- * cwd), HOME (where ~ leads) and PI_CODING_AGENT_DIR (the default session directories). A member
- * given replaces the server's own; null for home or agentDir means not set.
+ * cwd), HOME (where ~ leads), PI_CODING_AGENT_DIR (the default session directories) and
+ * PI_CODING_AGENT_SESSION_DIR (where pi's command line keeps sessions: `cliSessionDir`). A member
+ * given replaces the server's own; null for home, agentDir or sessionDir means not set.
  */
 export interface EnvironmentOptions {
   cwd?: string;
   home?: string | null;
   agentDir?: string | null;
+  sessionDir?: string | null;
 }
 
 export interface CreateParams {
   /** LSP work-done progress token: the server reports $/progress for long operations. */
   workDoneToken?: number | string;
   /**
-   * The working directory, HOME and PI_CODING_AGENT_DIR pi would read from its process, for this
-   * request: relative paths, `~`, the default cwd and the default session directories. Members left
-   * out are the server's (its own process's at start, or initializationOptions.environment). A
-   * session opened with one keeps it for its later requests.
+   * The working directory, HOME, PI_CODING_AGENT_DIR and PI_CODING_AGENT_SESSION_DIR pi would read
+   * from its process, for this request: relative paths, `~`, the default cwd, the default session
+   * directories and where pi's command line keeps sessions (`cliSessionDir`). Members left out are
+   * the server's (its own process's at start, or initializationOptions.environment); null for home,
+   * agentDir or sessionDir means not set. A session opened with one keeps it for its later
+   * requests.
    */
   environment?: EnvironmentOptions;
   /**
@@ -52,6 +58,18 @@ export interface CreateParams {
   pi?: '0.86.1' | '1.6.0';
   cwd: string;
   sessionDir?: string;
+  /**
+   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create: true, without `sessionDir`:
+   * look (and make the session) where pi's command line keeps sessions (`--session-dir` aside):
+   * PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the server's), else the
+   * `sessionDir` setting of the agent directory and of the working directory's project (the
+   * request's `environment`), else SessionManager's default, as pi --resume, --session and
+   * --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
+   * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
+   * byte, the listings and pi/findById find nothing and pi/continueRecent and pi/create use the
+   * default. Default false: SessionManager's default.
+   */
+  cliSessionDir?: boolean;
   options?: SessionOptions;
 }
 
@@ -64,10 +82,12 @@ export interface ContinueRecentParams {
   /** LSP work-done progress token: the server reports $/progress for long operations. */
   workDoneToken?: number | string;
   /**
-   * The working directory, HOME and PI_CODING_AGENT_DIR pi would read from its process, for this
-   * request: relative paths, `~`, the default cwd and the default session directories. Members left
-   * out are the server's (its own process's at start, or initializationOptions.environment). A
-   * session opened with one keeps it for its later requests.
+   * The working directory, HOME, PI_CODING_AGENT_DIR and PI_CODING_AGENT_SESSION_DIR pi would read
+   * from its process, for this request: relative paths, `~`, the default cwd, the default session
+   * directories and where pi's command line keeps sessions (`cliSessionDir`). Members left out are
+   * the server's (its own process's at start, or initializationOptions.environment); null for home,
+   * agentDir or sessionDir means not set. A session opened with one keeps it for its later
+   * requests.
    */
   environment?: EnvironmentOptions;
   /**
@@ -78,16 +98,30 @@ export interface ContinueRecentParams {
   pi?: '0.86.1' | '1.6.0';
   cwd: string;
   sessionDir?: string;
+  /**
+   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create: true, without `sessionDir`:
+   * look (and make the session) where pi's command line keeps sessions (`--session-dir` aside):
+   * PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the server's), else the
+   * `sessionDir` setting of the agent directory and of the working directory's project (the
+   * request's `environment`), else SessionManager's default, as pi --resume, --session and
+   * --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
+   * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
+   * byte, the listings and pi/findById find nothing and pi/continueRecent and pi/create use the
+   * default. Default false: SessionManager's default.
+   */
+  cliSessionDir?: boolean;
 }
 
 export interface InMemoryParams {
   /** LSP work-done progress token: the server reports $/progress for long operations. */
   workDoneToken?: number | string;
   /**
-   * The working directory, HOME and PI_CODING_AGENT_DIR pi would read from its process, for this
-   * request: relative paths, `~`, the default cwd and the default session directories. Members left
-   * out are the server's (its own process's at start, or initializationOptions.environment). A
-   * session opened with one keeps it for its later requests.
+   * The working directory, HOME, PI_CODING_AGENT_DIR and PI_CODING_AGENT_SESSION_DIR pi would read
+   * from its process, for this request: relative paths, `~`, the default cwd, the default session
+   * directories and where pi's command line keeps sessions (`cliSessionDir`). Members left out are
+   * the server's (its own process's at start, or initializationOptions.environment); null for home,
+   * agentDir or sessionDir means not set. A session opened with one keeps it for its later
+   * requests.
    */
   environment?: EnvironmentOptions;
   /**
@@ -105,10 +139,12 @@ export interface ForkFromParams {
   /** LSP work-done progress token: the server reports $/progress for long operations. */
   workDoneToken?: number | string;
   /**
-   * The working directory, HOME and PI_CODING_AGENT_DIR pi would read from its process, for this
-   * request: relative paths, `~`, the default cwd and the default session directories. Members left
-   * out are the server's (its own process's at start, or initializationOptions.environment). A
-   * session opened with one keeps it for its later requests.
+   * The working directory, HOME, PI_CODING_AGENT_DIR and PI_CODING_AGENT_SESSION_DIR pi would read
+   * from its process, for this request: relative paths, `~`, the default cwd, the default session
+   * directories and where pi's command line keeps sessions (`cliSessionDir`). Members left out are
+   * the server's (its own process's at start, or initializationOptions.environment); null for home,
+   * agentDir or sessionDir means not set. A session opened with one keeps it for its later
+   * requests.
    */
   environment?: EnvironmentOptions;
   /**
@@ -165,19 +201,25 @@ export interface ListParams {
   /** LSP work-done progress token: the server reports $/progress for long operations. */
   workDoneToken?: number | string;
   /**
-   * The working directory, HOME and PI_CODING_AGENT_DIR pi would read from its process, for this
-   * request: relative paths, `~`, the default cwd and the default session directories. Members left
-   * out are the server's (its own process's at start, or initializationOptions.environment). A
-   * session opened with one keeps it for its later requests.
+   * The working directory, HOME, PI_CODING_AGENT_DIR and PI_CODING_AGENT_SESSION_DIR pi would read
+   * from its process, for this request: relative paths, `~`, the default cwd, the default session
+   * directories and where pi's command line keeps sessions (`cliSessionDir`). Members left out are
+   * the server's (its own process's at start, or initializationOptions.environment); null for home,
+   * agentDir or sessionDir means not set. A session opened with one keeps it for its later
+   * requests.
    */
   environment?: EnvironmentOptions;
   sessionDir?: string;
   /**
-   * pi/list, pi/listAll: true, without `sessionDir`: list where pi's command line keeps sessions
-   * (`--session-dir` aside): the server's PI_CODING_AGENT_SESSION_DIR, else the `sessionDir`
-   * setting of the agent directory and of the working directory's project (the request's
-   * `environment`), else SessionManager's default, as pi --resume lists them (docs/FORMAT.md §3.1).
-   * Default false: SessionManager's default.
+   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create: true, without `sessionDir`:
+   * look (and make the session) where pi's command line keeps sessions (`--session-dir` aside):
+   * PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the server's), else the
+   * `sessionDir` setting of the agent directory and of the working directory's project (the
+   * request's `environment`), else SessionManager's default, as pi --resume, --session and
+   * --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
+   * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
+   * byte, the listings and pi/findById find nothing and pi/continueRecent and pi/create use the
+   * default. Default false: SessionManager's default.
    */
   cliSessionDir?: boolean;
   /**
@@ -218,19 +260,25 @@ export interface ListAllParams {
   /** LSP work-done progress token: the server reports $/progress for long operations. */
   workDoneToken?: number | string;
   /**
-   * The working directory, HOME and PI_CODING_AGENT_DIR pi would read from its process, for this
-   * request: relative paths, `~`, the default cwd and the default session directories. Members left
-   * out are the server's (its own process's at start, or initializationOptions.environment). A
-   * session opened with one keeps it for its later requests.
+   * The working directory, HOME, PI_CODING_AGENT_DIR and PI_CODING_AGENT_SESSION_DIR pi would read
+   * from its process, for this request: relative paths, `~`, the default cwd, the default session
+   * directories and where pi's command line keeps sessions (`cliSessionDir`). Members left out are
+   * the server's (its own process's at start, or initializationOptions.environment); null for home,
+   * agentDir or sessionDir means not set. A session opened with one keeps it for its later
+   * requests.
    */
   environment?: EnvironmentOptions;
   sessionDir?: string;
   /**
-   * pi/list, pi/listAll: true, without `sessionDir`: list where pi's command line keeps sessions
-   * (`--session-dir` aside): the server's PI_CODING_AGENT_SESSION_DIR, else the `sessionDir`
-   * setting of the agent directory and of the working directory's project (the request's
-   * `environment`), else SessionManager's default, as pi --resume lists them (docs/FORMAT.md §3.1).
-   * Default false: SessionManager's default.
+   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create: true, without `sessionDir`:
+   * look (and make the session) where pi's command line keeps sessions (`--session-dir` aside):
+   * PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the server's), else the
+   * `sessionDir` setting of the agent directory and of the working directory's project (the
+   * request's `environment`), else SessionManager's default, as pi --resume, --session and
+   * --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
+   * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
+   * byte, the listings and pi/findById find nothing and pi/continueRecent and pi/create use the
+   * default. Default false: SessionManager's default.
    */
   cliSessionDir?: boolean;
   /**
@@ -264,10 +312,12 @@ export interface FindByIdParams {
   /** LSP work-done progress token: the server reports $/progress for long operations. */
   workDoneToken?: number | string;
   /**
-   * The working directory, HOME and PI_CODING_AGENT_DIR pi would read from its process, for this
-   * request: relative paths, `~`, the default cwd and the default session directories. Members left
-   * out are the server's (its own process's at start, or initializationOptions.environment). A
-   * session opened with one keeps it for its later requests.
+   * The working directory, HOME, PI_CODING_AGENT_DIR and PI_CODING_AGENT_SESSION_DIR pi would read
+   * from its process, for this request: relative paths, `~`, the default cwd, the default session
+   * directories and where pi's command line keeps sessions (`cliSessionDir`). Members left out are
+   * the server's (its own process's at start, or initializationOptions.environment); null for home,
+   * agentDir or sessionDir means not set. A session opened with one keeps it for its later
+   * requests.
    */
   environment?: EnvironmentOptions;
   /**
@@ -279,16 +329,30 @@ export interface FindByIdParams {
   cwd: string;
   id: string;
   sessionDir?: string;
+  /**
+   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create: true, without `sessionDir`:
+   * look (and make the session) where pi's command line keeps sessions (`--session-dir` aside):
+   * PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the server's), else the
+   * `sessionDir` setting of the agent directory and of the working directory's project (the
+   * request's `environment`), else SessionManager's default, as pi --resume, --session and
+   * --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
+   * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
+   * byte, the listings and pi/findById find nothing and pi/continueRecent and pi/create use the
+   * default. Default false: SessionManager's default.
+   */
+  cliSessionDir?: boolean;
 }
 
 export interface DeleteParams {
   /** LSP work-done progress token: the server reports $/progress for long operations. */
   workDoneToken?: number | string;
   /**
-   * The working directory, HOME and PI_CODING_AGENT_DIR pi would read from its process, for this
-   * request: relative paths, `~`, the default cwd and the default session directories. Members left
-   * out are the server's (its own process's at start, or initializationOptions.environment). A
-   * session opened with one keeps it for its later requests.
+   * The working directory, HOME, PI_CODING_AGENT_DIR and PI_CODING_AGENT_SESSION_DIR pi would read
+   * from its process, for this request: relative paths, `~`, the default cwd, the default session
+   * directories and where pi's command line keeps sessions (`cliSessionDir`). Members left out are
+   * the server's (its own process's at start, or initializationOptions.environment); null for home,
+   * agentDir or sessionDir means not set. A session opened with one keeps it for its later
+   * requests.
    */
   environment?: EnvironmentOptions;
   path?: string;
