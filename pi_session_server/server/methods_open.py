@@ -48,7 +48,12 @@ def _register_opening(server: PiSessionServer) -> None:
         def make(on_progress: Callable[[int, int], None] | None) -> SessionManager:
             require_regular_file(resolve_path(p.path, env=env))
             return SessionManager.open(
-                p.path, P.opt(p.session_dir), P.opt(p.cwd_override), on_progress=on_progress, pi=pi, env=env
+                p.path,
+                session_dir_to_keep_in(p, env),
+                P.opt(p.cwd_override),
+                on_progress=on_progress,
+                pi=pi,
+                env=env,
             )
 
         def open_it() -> Job[Any]:
@@ -115,7 +120,7 @@ def _register_opening(server: PiSessionServer) -> None:
             return SessionManager.fork_from(
                 p.source_path,
                 p.target_cwd,
-                P.opt(p.session_dir),
+                session_dir_to_keep_in(p, env),
                 P.options_dict(p.options),
                 fsync=server.options.fsync,
                 pi=pi,

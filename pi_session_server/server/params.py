@@ -111,6 +111,7 @@ class OpeningParams(LocatedParams, kw_only=True):
 class OpenParams(OpeningParams, kw_only=True):
     path: Path
     session_dir: Path | UnsetType = UNSET
+    cli_session_dir: bool = False
     cwd_override: Path | UnsetType = UNSET
 
 
@@ -137,6 +138,7 @@ class ForkFromParams(OpeningParams, kw_only=True):
     source_path: Path
     target_cwd: Path
     session_dir: Path | UnsetType = UNSET
+    cli_session_dir: bool = False
     options: SessionOptions | UnsetType = UNSET
 
 

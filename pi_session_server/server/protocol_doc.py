@@ -581,15 +581,16 @@ FIELD_DOCS = {
         "collected, so a listing of long sessions stays small."
     ),
     "cliSessionDir": (
-        "pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create: true, without `sessionDir`: "
+        "pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create, pi/open, pi/forkFrom: true, without "
+        "`sessionDir`: "
         "look (and make the session) where pi's command line keeps sessions (`--session-dir` aside): "
         "PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the server's), else the "
         "`sessionDir` setting of the agent directory and of the working directory's project (the "
         "request's `environment`), else SessionManager's default, as pi --resume, --session and "
         "--continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use "
         "(docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL "
-        "byte, the listings and pi/findById find nothing and pi/continueRecent and pi/create use the "
-        "default. Default false: SessionManager's default."
+        "byte, the listings and pi/findById find nothing and the other methods use the default. Default "
+        "false: SessionManager's default."
     ),
     "maxTextChars": (
         "pi/list, pi/listAll: cut firstMessage and allMessagesText to this many characters (Unicode code "

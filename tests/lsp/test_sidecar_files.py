@@ -298,6 +298,24 @@ async def test_find_continue_and_create_with_cli_session_dir_use_pis_directory(s
     assert recent["sessionDir"].startswith(str(tmp_path / "agent" / "sessions"))
 
 
+async def test_open_and_fork_with_cli_session_dir_keep_new_sessions_in_pis_directory(sidecar, tmp_path):
+    """As `pi --session FILE` (its /new and forks go to the chosen directory) and `pi --fork`."""
+    project, environment, _ = _pi_settings_session(tmp_path, str(tmp_path / "custom"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    theirs = elsewhere / "t.jsonl"
+    theirs.write_text(EXAMPLE.read_text().replace(CWD, str(project)))
+    asked = {"path": str(theirs), "environment": environment}
+    opened = await sidecar.request("pi/open", {**asked, "cliSessionDir": True})
+    assert opened["sessionDir"] == str(tmp_path / "custom")
+    assert (await sidecar.request("pi/open", asked))["sessionDir"] == str(elsewhere)  # the file's own
+    fork = {"sourcePath": str(theirs), "targetCwd": str(project), "environment": environment}
+    forked = await sidecar.request("pi/forkFrom", {**fork, "cliSessionDir": True})
+    assert Path(forked["sessionFile"]).parent == tmp_path / "custom"
+    forked = await sidecar.request("pi/forkFrom", fork)  # SessionManager's default for the project
+    assert Path(forked["sessionFile"]).parent.parent == tmp_path / "agent" / "sessions"
+
+
 @pytest.mark.parametrize("setting", ["file://host/custom", "file:///custom%2fx", "file:///%zz"])
 async def test_a_session_dir_setting_that_stops_pi_is_taken_as_not_set(sidecar, tmp_path, setting):
     project, environment, _ = _pi_settings_session(tmp_path, setting)
@@ -320,3 +338,5 @@ async def test_a_session_dir_setting_with_a_nul_byte_holds_no_session(sidecar, t
     for method in ("pi/continueRecent", "pi/create"):
         info = await sidecar.request(method, asked)
         assert info["sessionDir"].startswith(str(tmp_path / "agent" / "sessions")), method
+    opened = await sidecar.request("pi/open", {**asked, "path": str(tmp_path / "custom" / "s.jsonl")})
+    assert opened["sessionDir"] == str(tmp_path / "custom")  # the file's own, SessionManager's default

@@ -22,6 +22,18 @@ export interface OpenParams {
   pi?: '0.86.1' | '1.6.0';
   path: string;
   sessionDir?: string;
+  /**
+   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create, pi/open, pi/forkFrom: true,
+   * without `sessionDir`: look (and make the session) where pi's command line keeps sessions
+   * (`--session-dir` aside): PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the
+   * server's), else the `sessionDir` setting of the agent directory and of the working directory's
+   * project (the request's `environment`), else SessionManager's default, as pi --resume, --session
+   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
+   * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
+   * byte, the listings and pi/findById find nothing and the other methods use the default. Default
+   * false: SessionManager's default.
+   */
+  cliSessionDir?: boolean;
   cwdOverride?: string;
 }
 
@@ -59,15 +71,15 @@ export interface CreateParams {
   cwd: string;
   sessionDir?: string;
   /**
-   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create: true, without `sessionDir`:
-   * look (and make the session) where pi's command line keeps sessions (`--session-dir` aside):
-   * PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the server's), else the
-   * `sessionDir` setting of the agent directory and of the working directory's project (the
-   * request's `environment`), else SessionManager's default, as pi --resume, --session and
-   * --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
+   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create, pi/open, pi/forkFrom: true,
+   * without `sessionDir`: look (and make the session) where pi's command line keeps sessions
+   * (`--session-dir` aside): PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the
+   * server's), else the `sessionDir` setting of the agent directory and of the working directory's
+   * project (the request's `environment`), else SessionManager's default, as pi --resume, --session
+   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
    * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
-   * byte, the listings and pi/findById find nothing and pi/continueRecent and pi/create use the
-   * default. Default false: SessionManager's default.
+   * byte, the listings and pi/findById find nothing and the other methods use the default. Default
+   * false: SessionManager's default.
    */
   cliSessionDir?: boolean;
   options?: SessionOptions;
@@ -99,15 +111,15 @@ export interface ContinueRecentParams {
   cwd: string;
   sessionDir?: string;
   /**
-   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create: true, without `sessionDir`:
-   * look (and make the session) where pi's command line keeps sessions (`--session-dir` aside):
-   * PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the server's), else the
-   * `sessionDir` setting of the agent directory and of the working directory's project (the
-   * request's `environment`), else SessionManager's default, as pi --resume, --session and
-   * --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
+   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create, pi/open, pi/forkFrom: true,
+   * without `sessionDir`: look (and make the session) where pi's command line keeps sessions
+   * (`--session-dir` aside): PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the
+   * server's), else the `sessionDir` setting of the agent directory and of the working directory's
+   * project (the request's `environment`), else SessionManager's default, as pi --resume, --session
+   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
    * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
-   * byte, the listings and pi/findById find nothing and pi/continueRecent and pi/create use the
-   * default. Default false: SessionManager's default.
+   * byte, the listings and pi/findById find nothing and the other methods use the default. Default
+   * false: SessionManager's default.
    */
   cliSessionDir?: boolean;
 }
@@ -156,6 +168,18 @@ export interface ForkFromParams {
   sourcePath: string;
   targetCwd: string;
   sessionDir?: string;
+  /**
+   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create, pi/open, pi/forkFrom: true,
+   * without `sessionDir`: look (and make the session) where pi's command line keeps sessions
+   * (`--session-dir` aside): PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the
+   * server's), else the `sessionDir` setting of the agent directory and of the working directory's
+   * project (the request's `environment`), else SessionManager's default, as pi --resume, --session
+   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
+   * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
+   * byte, the listings and pi/findById find nothing and the other methods use the default. Default
+   * false: SessionManager's default.
+   */
+  cliSessionDir?: boolean;
   options?: SessionOptions;
 }
 
@@ -211,15 +235,15 @@ export interface ListParams {
   environment?: EnvironmentOptions;
   sessionDir?: string;
   /**
-   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create: true, without `sessionDir`:
-   * look (and make the session) where pi's command line keeps sessions (`--session-dir` aside):
-   * PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the server's), else the
-   * `sessionDir` setting of the agent directory and of the working directory's project (the
-   * request's `environment`), else SessionManager's default, as pi --resume, --session and
-   * --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
+   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create, pi/open, pi/forkFrom: true,
+   * without `sessionDir`: look (and make the session) where pi's command line keeps sessions
+   * (`--session-dir` aside): PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the
+   * server's), else the `sessionDir` setting of the agent directory and of the working directory's
+   * project (the request's `environment`), else SessionManager's default, as pi --resume, --session
+   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
    * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
-   * byte, the listings and pi/findById find nothing and pi/continueRecent and pi/create use the
-   * default. Default false: SessionManager's default.
+   * byte, the listings and pi/findById find nothing and the other methods use the default. Default
+   * false: SessionManager's default.
    */
   cliSessionDir?: boolean;
   /**
@@ -270,15 +294,15 @@ export interface ListAllParams {
   environment?: EnvironmentOptions;
   sessionDir?: string;
   /**
-   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create: true, without `sessionDir`:
-   * look (and make the session) where pi's command line keeps sessions (`--session-dir` aside):
-   * PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the server's), else the
-   * `sessionDir` setting of the agent directory and of the working directory's project (the
-   * request's `environment`), else SessionManager's default, as pi --resume, --session and
-   * --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
+   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create, pi/open, pi/forkFrom: true,
+   * without `sessionDir`: look (and make the session) where pi's command line keeps sessions
+   * (`--session-dir` aside): PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the
+   * server's), else the `sessionDir` setting of the agent directory and of the working directory's
+   * project (the request's `environment`), else SessionManager's default, as pi --resume, --session
+   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
    * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
-   * byte, the listings and pi/findById find nothing and pi/continueRecent and pi/create use the
-   * default. Default false: SessionManager's default.
+   * byte, the listings and pi/findById find nothing and the other methods use the default. Default
+   * false: SessionManager's default.
    */
   cliSessionDir?: boolean;
   /**
@@ -330,15 +354,15 @@ export interface FindByIdParams {
   id: string;
   sessionDir?: string;
   /**
-   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create: true, without `sessionDir`:
-   * look (and make the session) where pi's command line keeps sessions (`--session-dir` aside):
-   * PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the server's), else the
-   * `sessionDir` setting of the agent directory and of the working directory's project (the
-   * request's `environment`), else SessionManager's default, as pi --resume, --session and
-   * --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
+   * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create, pi/open, pi/forkFrom: true,
+   * without `sessionDir`: look (and make the session) where pi's command line keeps sessions
+   * (`--session-dir` aside): PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the
+   * server's), else the `sessionDir` setting of the agent directory and of the working directory's
+   * project (the request's `environment`), else SessionManager's default, as pi --resume, --session
+   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
    * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
-   * byte, the listings and pi/findById find nothing and pi/continueRecent and pi/create use the
-   * default. Default false: SessionManager's default.
+   * byte, the listings and pi/findById find nothing and the other methods use the default. Default
+   * false: SessionManager's default.
    */
   cliSessionDir?: boolean;
 }
