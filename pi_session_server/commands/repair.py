@@ -483,11 +483,20 @@ _Known = tuple[SessionDocument, FileState]
 def _as_written(doc: SessionDocument, plan: Plan, replaced: Replaced) -> _Known | None:
     """``doc`` with ``plan``'s repairs applied (only the lines they touch read again), and the
     state of the file they were written to (the file repaired in place, or OUT) as ``replaced``
-    left it: the document of that file while it is so; None when others appended to it meanwhile, or when the repairs touched most of its
-    lines (it is then read again: a line applied costs more than a line read in the stream)."""
-    if replaced.kept or replaced.state is None or len(plan.applied) > doc.line_count // 2:
+    left it: the document of that file while it is so; None when others appended to it
+    meanwhile, or when the repairs touched most of it (it is then read again: a line applied
+    costs more than a line read in the stream)."""
+    if replaced.kept or replaced.state is None:
         return None
-    doc.apply_splices(plan.splices())
+    splices = plan.splices()
+    # most of its lines (a file glued everywhere), or most of its bytes (a migration rewrites
+    # every line in one repair)
+    if (
+        len(plan.applied) > doc.line_count // 2
+        or sum(s.end - s.start for s in splices) > doc.byte_size() // 2
+    ):
+        return None
+    doc.apply_splices(splices)
     return doc, replaced.state
 
 

@@ -244,6 +244,33 @@ def test_an_output_changed_after_round_1_wrote_it_is_read_again(
     assert b"\0" not in out.read_bytes()
 
 
+@pytest.mark.parametrize("target", ["in-place", "output"])
+def test_a_migrated_file_is_read_again_by_the_next_round(
+    target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A migration is one repair that rewrites every line: the next round reads the file it wrote
+    rather than apply every line of it to the document (and hold them in memory)."""
+    chain = [S.header().replace('"version":3', '"version":2')]
+    parent = None
+    for n in range(20):
+        chain.append(S.user(f"u{n:04d}", parent, "hello"))
+        parent = f"u{n:04d}"
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(("\n".join(chain) + "\n").encode())
+    applied = []
+    apply = SessionDocument.apply_splices
+    monkeypatch.setattr(
+        SessionDocument, "apply_splices", lambda doc, s: (applied.append(s), apply(doc, s))[1]
+    )
+    args = in_process_args(path, in_place=target == "in-place")
+    args.all = True
+    if target == "output":
+        args.output = str(tmp_path / "out.jsonl")
+    assert repair_command.run(args) == 0
+    assert "PI015 Migrate to version 3" in capsys.readouterr().out
+    assert applied == []
+
+
 def test_in_place_reads_a_file_whose_every_line_was_repaired_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
