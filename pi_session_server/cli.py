@@ -187,6 +187,8 @@ def main(argv: list[str] | None = None, *, as_program: bool | None = None) -> in
 def _status_of(args: Any, as_program: bool) -> int:
     """Run the command of ``args`` (see :func:`main`): its exit status, what failed reported."""
     try:
+        if as_program:
+            _ctrl_c_raises_again()
         status = int(args._run(args) or 0)
     except BrokenPipeError:
         return _reader_gone()
@@ -287,6 +289,17 @@ def _interrupted(as_program: bool) -> int:
     if as_program:
         _end_as_interrupted()
     return EXIT_INTERRUPTED
+
+
+def _ctrl_c_raises_again() -> None:
+    """Hand Ctrl-C back to Python (KeyboardInterrupt, which :func:`main` catches) as the command
+    starts, where the console script (console.py) had it end the process by the signal until then.
+    (Python starts with its own handler, or with Ctrl-C ignored, which stays so: a handler left to
+    the system's default is the console script's.)"""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_DFL:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _interrupted_in_a_finalizer_ends_the_process() -> None:

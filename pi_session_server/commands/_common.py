@@ -18,6 +18,7 @@ from ..session.releases import DEFAULT_PI, RELEASES
 if TYPE_CHECKING:
     import argparse
 
+    from ..format.scan import LineProblem
     from ..render.glyphs import Glyphs
     from ..session.manager import SessionManager
 
@@ -185,7 +186,9 @@ _MESSAGE_WIDTH = 240
 
 def report_skipped_lines(command: str, path: str, manager: SessionManager) -> int:
     """Say on stderr which lines of ``path`` pi skips, so that nobody takes what a command shows
-    for the whole file (stdout stays the command's own output, for pipes); how many there are."""
+    for the whole file (stdout stays the command's own output, for pipes); how many there are.
+    A last line cut short is said to be one, as ``check`` says it (:func:`open_last_line_note`):
+    pi may be writing it as the command reads, and it is no damage then."""
     skipped = [p for p in manager.problems if p.skipped]
     if not skipped:
         return 0
@@ -193,21 +196,79 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
     from ..render.glyphs import cut
     from ..render.terminal_text import one_terminal_line
 
-    out = [f"pi-session {command}: {path}: {counted(count, 'line')} skipped, as pi skips them:"]
+    out = []
+    open_last = manager.open_last_line()
+    note = None if open_last is None else open_last_line_note(path, open_last)
+    if note is not None:
+        skipped.pop()
+        out.append(f"pi-session {command}: {path}: {note}")
+    if skipped:
+        out.append(
+            f"pi-session {command}: {path}: {counted(len(skipped), 'line')} skipped, as pi skips them:"
+        )
     ellipsis = output_glyphs(stream=sys.stderr).ellipsis
     encoding = stream_encoding(sys.stderr)
     for problem in skipped[:_SKIPPED_SHOWN]:
         # cut as stderr writes it, before its control characters become escapes
         out.append(f"  line {problem.line + 1}: {cut(problem.message, _MESSAGE_WIDTH, ellipsis, encoding)}")
-    if count > _SKIPPED_SHOWN:
-        out.append(f"  and {count - _SKIPPED_SHOWN:,} more")
-    out.append(
-        f"  (`pi-session check {shlex.quote(path)}` lists every problem;"
-        f" `pi-session repair {shlex.quote(path)}` mends what it can)"
-    )
+    if len(skipped) > _SKIPPED_SHOWN:
+        out.append(f"  and {len(skipped) - _SKIPPED_SHOWN:,} more")
+    if skipped:
+        out.append(
+            f"  (`pi-session check {shlex.quote(path)}` lists every problem;"
+            f" `pi-session repair {shlex.quote(path)}` mends what it can)"
+        )
     # (a path, and so the commands quoted, may hold a line break or an escape sequence)
     print("\n".join(map(one_terminal_line, out)), file=sys.stderr, flush=True)
     return count
+
+
+def appended_meanwhile(done: str, next_time: str, last_line_left: bool) -> str:
+    """What a command says of a file that grew while it was read (``done``: "checked", "read"):
+    what it held at the start is what the command went through; ``last_line_left``: that size
+    ended in the middle of the last line, which its writer was still writing then, and which is
+    left for the command's next run (``next_time``: "check", "look"). ``check`` and the commands
+    that show a session say it in these same words."""
+    left = (
+        f" (its last line, still being written then, is left for the next {next_time})"
+        if last_line_left
+        else ""
+    )
+    return f"lines were appended while it was {done}; what it held at the start was {done}{left}"
+
+
+def truncated_last_line(parser_message: str) -> str:
+    """A last line without its newline whose JSON the parser ran out of (``check``'s PI002), in
+    ``check``'s words: ``parser_message`` is what JSON.parse said of it (``Unterminated string``)."""
+    return f"truncated last line (no final newline, at end of line: {parser_message})"
+
+
+def open_last_line_note(path: str, problem: LineProblem) -> str | None:
+    """What to say on stderr of ``problem``, a skipped last line of ``path`` without its newline
+    (:meth:`SessionManager.open_last_line`), when its JSON is cut short (the parser ran out of it,
+    as ``check`` tells PI002 from PI001): :func:`appended_meanwhile` when the file went on past
+    it since (its writer was writing it), else :func:`truncated_last_line`. None for any other line
+    (JSON that fails before its end, lines glued together): a skipped line like the others."""
+    if problem.kind != "malformed" or not problem.message.startswith(_INVALID_JSON):
+        return None
+    try:
+        with open(path, "rb") as file:
+            file.seek(problem.offset)
+            data = file.read(problem.length + 1)  # (and the byte after it, if any)
+    except (OSError, ValueError):
+        return None
+    # the parser's column counts the characters of the line decoded as pi decodes it
+    if len(data) < problem.length or problem.column < len(data[: problem.length].decode("utf-8", "replace")):
+        return None
+    if len(data) > problem.length:
+        return appended_meanwhile("read", "look", last_line_left=True)
+    return (
+        f"line {problem.line + 1}: {truncated_last_line(problem.message.removeprefix(_INVALID_JSON))};"
+        " pi skips it: a line its writer is writing, or one it stopped in"
+    )
+
+
+_INVALID_JSON = "invalid JSON: "
 
 
 def say_leaf_not_found(command: str, leaf: str, file: str | None) -> None:

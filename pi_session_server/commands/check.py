@@ -31,6 +31,7 @@ from ._common import (
     add_index_argument,
     add_pi_argument,
     add_session_dir_argument,
+    appended_meanwhile,
     broken_link_problem,
     counted,
 )
@@ -219,10 +220,9 @@ def run(args: argparse.Namespace) -> int:
             totals[name] += n
         progress.clear()
         if grown:
-            left = " (its last line, still being written then, is left for the next check)"
             print(
-                f"pi-session check: {one_terminal_line(path)}: lines were appended while it was checked; "
-                f"what it held at the start was checked{left if being_written else ''}",
+                f"pi-session check: {one_terminal_line(path)}: "
+                + appended_meanwhile("checked", "check", last_line_left=being_written),
                 file=sys.stderr,
             )
         if args.json:

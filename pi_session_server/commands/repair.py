@@ -411,7 +411,8 @@ def _repair(
         _say(f"{counted(count, 'repair')} made", file=report)
         return (1 if _leaves_an_error(diagnostics, plan, rounds=False) else 0), count
     else:
-        _write_new(args.output, chunks, force=args.force)
+        # (the next round analyses OUT from the document in memory, while OUT is as written)
+        known = _as_written(doc, plan, _write_new(args.output, chunks, force=args.force))
         written = args.output
     left, total, last_plan, kept = _more_rounds(written, chosen, count, kept, report, pi, known)
     _say_what_was_made(written, left, total, last_plan, kept, report)
@@ -481,12 +482,21 @@ _Known = tuple[SessionDocument, FileState]
 
 def _as_written(doc: SessionDocument, plan: Plan, replaced: Replaced) -> _Known | None:
     """``doc`` with ``plan``'s repairs applied (only the lines they touch read again), and the
-    state of the file they were written to as ``replaced`` left it: the document of that file while
-    it is so; None when others appended to it meanwhile, or when the repairs touched most of its
-    lines (it is then read again: a line applied costs more than a line read in the stream)."""
-    if replaced.kept or replaced.state is None or len(plan.applied) > doc.line_count // 2:
+    state of the file they were written to (the file repaired in place, or OUT) as ``replaced``
+    left it: the document of that file while it is so; None when others appended to it
+    meanwhile, or when the repairs touched most of it (it is then read again: a line applied
+    costs more than a line read in the stream)."""
+    if replaced.kept or replaced.state is None:
         return None
-    doc.apply_splices(plan.splices())
+    splices = plan.splices()
+    # most of its lines (a file glued everywhere), or most of its bytes (a migration rewrites
+    # every line in one repair)
+    if (
+        len(plan.applied) > doc.line_count // 2
+        or sum(s.end - s.start for s in splices) > doc.byte_size() // 2
+    ):
+        return None
+    doc.apply_splices(splices)
     return doc, replaced.state
 
 
@@ -598,13 +608,14 @@ _NEXT_ROUND = "in the next round"
 _RUN_AGAIN = "not in this run: run again on the output"
 
 
-def _write_new(out_path: str, chunks: Iterator[bytes], *, force: bool) -> None:
+def _write_new(out_path: str, chunks: Iterator[bytes], *, force: bool) -> Replaced:
     """Write ``out_path`` whole or not at all: a temporary file beside it, renamed over it (only
-    onto a new name unless ``force``), so that a failed write leaves what OUT held."""
+    onto a new name unless ``force``), so that a failed write leaves what OUT held. What was
+    written, the state OUT was left in among it."""
     if not force and os.path.lexists(out_path):
         raise FileExistsError(errno.EEXIST, "it exists (--force overwrites it)", out_path)
     try:
-        rewrite_file(out_path, chunks)
+        return rewrite_file(out_path, chunks)
     except (FsError, OSError) as error:  # the output's failure, named as such (not the session's)
         # (the library words it as Node would: said here as the system does)
         cause = error.__cause__ if isinstance(error, FsError) else error

@@ -934,6 +934,15 @@ class SessionManager:
         takes the lines in without a reload, and make_writable() then keeps all we hold."""
         return self._file_as_loaded(grown=True)
 
+    def open_last_line(self) -> LineProblem | None:
+        """The problem of the file's last line as read when that line had no newline yet and pi
+        skips it (what its writer had written of it so far, or all a writer that stopped wrote of
+        it), else None."""
+        if not self._open_tail or not self.problems:
+            return None
+        last = self.problems[-1]
+        return last if last.skipped and last.offset + last.length == self._known_end else None
+
     def _file_as_loaded(self, grown: bool = False) -> bool:
         """The session file is the one we read, as we left it (nothing written to it since), and
         its load left none of an open for writing's writes undone; with ``grown``, longer than we

@@ -498,13 +498,13 @@ def _copy_to_new(fd: int, path: str) -> None:
         raise
 
 
-def rewrite_file(path: str, chunks: Iterable[bytes], *, fsync: bool = True) -> int:
+def rewrite_file(path: str, chunks: Iterable[bytes], *, fsync: bool = True) -> Replaced:
     """Replace the content of ``path`` atomically (temporary file + rename; symlinks are followed),
     or create it. The file is locked from now until after the rename, and must not change
     meanwhile (:class:`~pi_session_server.errors.StaleFileError` otherwise, and nothing is
-    written). Returns the bytes written."""
+    written). Returns what was written (its bytes, the new file's state as it was left)."""
     with LockedFile(path) as locked:
-        return locked.replace(chunks, locked.state(), fsync=fsync).written
+        return locked.replace(chunks, locked.state(), fsync=fsync)
 
 
 def rewritten_after(path: str, state: FileState, seconds: float) -> bool:

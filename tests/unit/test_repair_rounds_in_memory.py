@@ -112,13 +112,13 @@ def test_the_dry_run_tells_what_in_place_then_does_on_damaged_files(
     assert listed.splitlines() == _in_place_told_as_a_dry_run(done)
 
 
-@pytest.mark.parametrize("in_place", [False, True], ids=["dry-run", "in-place"])
+@pytest.mark.parametrize("target", ["dry-run", "in-place", "output"])
 def test_a_later_round_reads_only_the_lines_the_repairs_touch(
-    in_place: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A long session with one glued line: the second round scans the two lines the split makes,
     not the whole file again (the dry run read a copy of the repaired file whole, --in-place the
-    file it had written)."""
+    file it had written, ``-o OUT`` OUT)."""
     chain = [S.header()]
     parent = None
     for n in range(400):
@@ -139,7 +139,10 @@ def test_a_later_round_reads_only_the_lines_the_repairs_touch(
     SessionDocument.from_file(str(path))
     loaded = len(scanned)  # the lines a load of the file scans
     scanned.clear()
-    assert repair_command.run(in_process_args(path, in_place=in_place)) == 1
+    args = in_process_args(path, in_place=target == "in-place")
+    if target == "output":
+        args.output = str(tmp_path / "out.jsonl")
+    assert repair_command.run(args) == 1
     assert "1 repair " in capsys.readouterr().out
     assert len(scanned) == loaded + 2
     assert scanned[loaded:] == [cut[: len(cut) // 2].encode(), S.user("kept", "lost", "hi").encode()]
@@ -167,6 +170,27 @@ def test_in_place_says_and_writes_what_reading_each_round_s_file_again_gave(
     assert kept == repaired()
 
 
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("options", [[], ["--all"]], ids=["safe", "all"])
+def test_an_output_says_and_holds_what_reading_each_round_s_file_again_gave(
+    seed: int,
+    options: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = _damaged_file(seed, tmp_path)
+    out = tmp_path / "out.jsonl"
+
+    def repaired() -> tuple[str, bytes]:
+        main(["repair", "--force", "-o", str(out), *options, str(path)])
+        return capsys.readouterr().out, out.read_bytes()
+
+    kept = repaired()
+    monkeypatch.setattr(repair_command, "_as_written", lambda *_: None)  # each round reads OUT
+    assert kept == repaired()
+
+
 def test_a_file_changed_after_a_round_wrote_it_is_read_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -190,6 +214,61 @@ def test_a_file_changed_after_a_round_wrote_it_is_read_again(
     told = capsys.readouterr().out
     assert "round 2, on the file as repaired so far:" in told and ":4: PI001 " in told, told
     assert b"\0" not in path.read_bytes()
+
+
+def test_an_output_changed_after_round_1_wrote_it_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``-o OUT``: another program appends to OUT after round 1 wrote it: round 2 reads OUT again
+    (the line appended among what it analyses), not the document round 1 kept."""
+    cut = S.user("lost", None, "hello")
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(
+        ("\n".join([S.header(), cut[: len(cut) // 2] + S.user("kept", "lost", "hi")]) + "\n").encode()
+    )
+    out = tmp_path / "out.jsonl"
+    real_round = repair_command._round
+
+    def appended_first(written: str, chosen: Any, round_number: int, *args: Any) -> Any:
+        if round_number == 2:
+            with out.open("ab") as f:
+                f.write(b"\0\0\0\n")  # a line of NUL bytes: what round 2 repairs
+        return real_round(written, chosen, round_number, *args)
+
+    monkeypatch.setattr(repair_command, "_round", appended_first)
+    args = in_process_args(path)
+    args.output = str(out)
+    assert repair_command.run(args) == 1
+    told = capsys.readouterr().out
+    assert "round 2, on the file as repaired so far:" in told and ":4: PI001 " in told, told
+    assert b"\0" not in out.read_bytes()
+
+
+@pytest.mark.parametrize("target", ["in-place", "output"])
+def test_a_migrated_file_is_read_again_by_the_next_round(
+    target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A migration is one repair that rewrites every line: the next round reads the file it wrote
+    rather than apply every line of it to the document (and hold them in memory)."""
+    chain = [S.header().replace('"version":3', '"version":2')]
+    parent = None
+    for n in range(20):
+        chain.append(S.user(f"u{n:04d}", parent, "hello"))
+        parent = f"u{n:04d}"
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(("\n".join(chain) + "\n").encode())
+    applied = []
+    apply = SessionDocument.apply_splices
+    monkeypatch.setattr(
+        SessionDocument, "apply_splices", lambda doc, s: (applied.append(s), apply(doc, s))[1]
+    )
+    args = in_process_args(path, in_place=target == "in-place")
+    args.all = True
+    if target == "output":
+        args.output = str(tmp_path / "out.jsonl")
+    assert repair_command.run(args) == 0
+    assert "PI015 Migrate to version 3" in capsys.readouterr().out
+    assert applied == []
 
 
 def test_in_place_reads_a_file_whose_every_line_was_repaired_again(

@@ -154,7 +154,7 @@ def test_a_new_file_never_replaces_one_created_meanwhile(tmp_path: Path):
 
 def test_a_new_file_is_created(tmp_path: Path):
     path = tmp_path / "new.jsonl"
-    assert rewrites.rewrite_file(str(path), [LINE_A]) == len(LINE_A)
+    assert rewrites.rewrite_file(str(path), [LINE_A]).written == len(LINE_A)
     assert path.read_bytes() == LINE_A
 
 

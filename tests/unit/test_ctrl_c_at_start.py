@@ -1,0 +1,91 @@
+"""A Ctrl-C at any moment of a command's start (Python importing the package, then the command's
+modules) ends the process by SIGINT without a traceback (docs/CLI.md: status 130 in a shell), as a
+Ctrl-C later does. Each moment is a real SIGINT sent to a real process, as the k-th module of the
+package starts to import; the process runs what pip's console script for ``pi-session`` runs
+(the entry point pyproject names), or ``python -m pi_session_server``."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MOMENTS = 8  # a spread over the package's imports, the first and the last among them
+
+# The console script as pip writes it ("import re", "import sys", the entry point's import and
+# call), with an import hook first: a SIGINT as the MOMENT-th module of the package (after the
+# script's own entry modules, which import nothing before they hand Ctrl-C to the system) starts to import; MOMENT -1 counts them instead.
+_SCRIPT = """
+import atexit, os, signal, sys
+from importlib.abc import MetaPathFinder
+
+MOMENT = int(sys.argv.pop(1))
+ENTRY = sys.argv.pop(1).split(",")
+imports = 0
+
+class InterruptAtImport(MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        global imports
+        if name.startswith("pi_session_server.") and name not in ENTRY:
+            if imports == MOMENT:
+                os.kill(os.getpid(), signal.SIGINT)
+            imports += 1
+        return None
+
+if MOMENT < 0:
+    atexit.register(lambda: print(f"imports {imports}", file=sys.stderr))
+sys.meta_path.insert(0, InterruptAtImport())
+"""
+
+
+def _console_script() -> tuple[str, str]:
+    """The entry point's module and the script's lines after ``import re`` and ``import sys``."""
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, function = scripts["pi-session"].split(":")
+    return module, f"import re\nfrom {module} import {function}\nsys.exit({function}())\n"
+
+
+def _python_m() -> tuple[str, str]:
+    return (
+        "pi_session_server.__main__,pi_session_server.console",
+        "import runpy\nrunpy.run_module('pi_session_server', run_name='__main__')\n",
+    )
+
+
+def _run(start: tuple[str, str], moment: int, *args: str) -> subprocess.CompletedProcess[str]:
+    entry, lines = start
+    return subprocess.run(
+        [sys.executable, "-c", _SCRIPT + lines, str(moment), entry, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(ROOT),
+    )
+
+
+@pytest.mark.parametrize(
+    ("start", "command"),
+    [
+        pytest.param(_console_script, ["stats", "--no-index"], id="pi-session stats"),
+        pytest.param(_console_script, ["check", "--no-index"], id="pi-session check", marks=pytest.mark.slow),
+        pytest.param(_python_m, ["stats", "--no-index"], id="python -m stats", marks=pytest.mark.slow),
+        pytest.param(_python_m, ["check", "--no-index"], id="python -m check", marks=pytest.mark.slow),
+    ],
+)
+def test_a_ctrl_c_as_the_command_starts_ends_it_by_the_signal_without_a_traceback(
+    start: object, command: list[str]
+) -> None:
+    example = str(ROOT / "pi_session_server" / "examples" / "example-session.jsonl")
+    counted = _run(start(), -1, *command, example)  # type: ignore[operator]
+    assert counted.returncode == 0, counted.stderr
+    imports = int(counted.stderr.rsplit("imports ", 1)[1])
+    assert imports > MOMENTS  # (the package, its command and the library the command runs)
+    moments = sorted({round(k * (imports - 1) / (MOMENTS - 1)) for k in range(MOMENTS)})
+    for moment in moments:
+        done = _run(start(), moment, *command, example)  # type: ignore[operator]
+        assert (moment, done.returncode, done.stderr) == (moment, -signal.SIGINT, "")
