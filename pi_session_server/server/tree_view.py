@@ -472,12 +472,11 @@ class NamedCalls:
             self.keys = None if other.keys is None else self.keys | other.keys
 
 
-class _NotRecorded(set[int]):
-    """The nodes that changed (by ``id``) of a change after which no level is kept: not
-    recorded (see :meth:`_TreeShape._take_in`)."""
-
-    def add(self, element: int) -> None:
-        """(Nothing is recorded.)"""
+def _record(changed: set[int] | None, node: Any) -> None:
+    """Add ``node`` (by ``id``) to the nodes that ``changed``, when they are recorded (None: a
+    change after which no level is kept, see :meth:`_TreeShape._take_in`)."""
+    if changed is not None:
+        changed.add(id(node))
 
 
 class _TreeShape:
@@ -652,19 +651,19 @@ class _TreeShape:
         new_ids = {entry.id for entry in appended}
         # what changed is recorded only for levels that may be kept: a branch far from the leaf
         # moves hundreds of thousands of nodes, whose ids would be most of what following it holds
-        keeps = self._levels_to_keep(old_leaf, tail, appended) is not None
-        changed: set[int] = set() if keeps else _NotRecorded()
+        kept = self._levels_to_keep(old_leaf, tail, appended)
+        changed: set[int] | None = None if kept is None else set()
         self._forget_changed(path[-1], appended, new_ids, node_of, changed)
         if not tail:  # the new leaf is an older entry: shown otherwise as the leaf, its row another
-            self._forget_new_leaf(node_of(self.leaf_id), node_of, changed)
+            self._forget_leaf_row(node_of(self.leaf_id), node_of, changed)
         self._forget_moved_path([*left, *joined, *parted], node_of, changed)
         relabelled = self._forget_relabelled(appended, new_ids, node_of, changed)
         # the rows that joined the path hang below the row where the two paths part (or its shown
         # ancestor), which is in ``changed``: no level above the one that holds it is another, and
         # on another branch than the old leaf's they are in no level kept
-        if keeps:
+        if changed is not None:
             changed -= {id(node_of(entry.id)) for entry in joined}
-        self._keep_levels_above(old_leaf, tail, appended, changed)
+        self._keep_levels_above(kept, changed)
         if self._levels_before is None:
             self._encoded_levels = {}  # (their rows are walked again)
         elif relabelled:
@@ -672,20 +671,24 @@ class _TreeShape:
         if not self._encoded_levels:
             self._named_from_session = set()
 
-    def _forget_new_leaf(self, node: Any, node_of: Callable[[Any], Any], changed: set[int]) -> None:
-        """After a move of the leaf alone: whether the older ``node``, the leaf now, is shown is
-        found again (pi's filters show a silent turn while it is the leaf); when shown its row is
-        another (``isLeaf``): added to ``changed`` (by ``id``)."""
+    def _forget_leaf_row(self, node: Any, node_of: Callable[[Any], Any], changed: set[int] | None) -> None:
+        """``node`` became the leaf or stopped being it: whether it is shown is found again (pi's
+        filters show a silent turn while it is the leaf); when it was shown or is, its row is
+        another (``isLeaf``): recorded in ``changed``."""
         was_shown, shown = self._shown_again(node, node_of, changed)
         if was_shown is not False or shown:
-            changed.add(id(node))
+            _record(changed, node)
 
     def _forget_relabelled(
-        self, appended: list[Any], new_ids: set[Any], node_of: Callable[[Any], Any], changed: set[int]
+        self,
+        appended: list[Any],
+        new_ids: set[Any],
+        node_of: Callable[[Any], Any],
+        changed: set[int] | None,
     ) -> set[int]:
         """The ``id`` of the older nodes whose label an appended label entry set (their rows show
         the label); whether each is shown is found again (``labeled-only`` and a search read the
-        label), and when that changed, as for :meth:`_forget_changed` (added to ``changed``).
+        label), and when that changed, as for :meth:`_forget_changed` (recorded in ``changed``).
         ``new_ids``: the ids of ``appended``."""
         relabelled: set[int] = set()
         for entry in appended:
@@ -697,15 +700,15 @@ class _TreeShape:
             relabelled.add(id(node))
             was_shown, shown = self._shown_again(node, node_of, changed)
             if self.visible is not None and was_shown is not shown and (was_shown is not False or shown):
-                changed.add(id(node))
+                _record(changed, node)
         return relabelled
 
     def _shown_again(
-        self, node: Any, node_of: Callable[[Any], Any], changed: set[int]
+        self, node: Any, node_of: Callable[[Any], Any], changed: set[int] | None
     ) -> tuple[bool | None, bool]:
         """Whether ``node`` was shown (None: never asked) and whether it is, asked again; when that
         changed, its parent shows other children: forgotten (see :meth:`_forget_shown_children`,
-        which adds to ``changed``)."""
+        which records in ``changed``)."""
         was_shown = self._shown.pop(node.entry) if type(node.entry) is Entry else None
         shown = self.is_shown(node)
         if self.visible is not None and was_shown is not shown:
@@ -728,18 +731,20 @@ class _TreeShape:
         if self._path_nodes is not None:
             self._path_nodes.update((entry.id, node_of(entry.id)) for entry in joined)
 
-    def _forget_moved_path(self, moved: list[Any], node_of: Callable[[Any], Any], changed: set[int]) -> None:
+    def _forget_moved_path(
+        self, moved: list[Any], node_of: Callable[[Any], Any], changed: set[int] | None
+    ) -> None:
         """After a branch elsewhere: the older entries that left the leaf's path or joined it, and
         the one where the old and new paths part, show otherwise (``onLeafPath``, their
         children's order: the one on the path first); forget their shown children, the shown
-        ones added to ``changed`` (by ``id``)."""
+        ones recorded in ``changed`` (by ``id``)."""
         for entry in moved:
             node = node_of(entry.id)
             if node is None:
                 continue
             self._shown_children.pop(id(node), None)
             if self.is_shown(node):
-                changed.add(id(node))
+                _record(changed, node)
             else:  # its children's order is its shown ancestor's shown children's
                 self._forget_shown_children(entry.parent_id, node_of, changed)
 
@@ -757,16 +762,13 @@ class _TreeShape:
         appended: list[Any],
         new_ids: set[Any],
         node_of: Callable[[Any], Any],
-        changed: set[int],
+        changed: set[int] | None,
     ) -> None:
         """After ``appended`` (below the old leaf ``old_entry``, and elsewhere; ``new_ids`` their
         ids): forget what is kept of the older nodes that may show otherwise now; the ``id`` of
-        the shown ones among them whose row may be another (see :meth:`_keep_levels_above`) added
-        to ``changed``: the old leaf, and those whose shown children changed."""
-        old_node = node_of(old_entry.id)
-        was_shown, shown = self._shown_again(old_node, node_of, changed)
-        if was_shown is not False or shown:  # (no longer the leaf: its row is another)
-            changed.add(id(old_node))
+        the shown ones among them whose row may be another (see :meth:`_keep_levels_above`) recorded
+        in ``changed``: the old leaf, and those whose shown children changed."""
+        self._forget_leaf_row(node_of(old_entry.id), node_of, changed)  # (no longer the leaf)
         for entry in appended:  # the older nodes that have new children
             if entry.parent_id is not None and entry.parent_id not in new_ids:
                 self._forget_shown_children(entry.parent_id, node_of, changed)
@@ -841,19 +843,19 @@ class _TreeShape:
         return False
 
     def _keep_levels_above(
-        self, old_leaf: Any, tail: list[Any], appended: list[Any], changed: set[int]
+        self, kept: tuple[Any, list[TreeLevel], bool] | None, changed: set[int] | None
     ) -> None:
-        """After an append of only ``tail`` (below the old leaf, or below another entry): the
-        levels down to the old leaf before the first that shows one of the nodes that ``changed``
-        (by ``id``: the old leaf, those whose shown children changed, those that left the leaf's
-        path or joined it) are the first levels down to the new leaf, their windows aimed at it,
-        and that level's window is walked again (and the levels below it): whether a node is
-        shown, which children it shows in which order, and which is on the path are what a
-        level's rows follow from. None are kept when a node that changed is in no level (a
+        """After an append of only the new leaf's path below an older entry (the old leaf, or
+        another), ``kept`` the levels down to the old leaf it may keep (see
+        :meth:`_levels_to_keep`): those before the first that shows one of the nodes that
+        ``changed`` (by ``id``: the old leaf, those whose shown children changed, those that left
+        the leaf's path or joined it) are the first levels down to the new leaf, their windows
+        aimed at it, and that level's window is walked again (and the levels below it): whether a
+        node is shown, which children it shows in which order, and which is on the path are what
+        a level's rows follow from. None are kept when a node that changed is in no level (a
         hidden root, whose shown children the top level lists)."""
-        kept = self._levels_to_keep(old_leaf, tail, appended)
         self.kept_levels = self._levels_before = None
-        if kept is None:
+        if kept is None or changed is None:
             return
         first = _first_level_holding(kept[1], changed)
         if first is None:
@@ -869,7 +871,8 @@ class _TreeShape:
         self, old_leaf: Any, tail: list[Any], appended: list[Any]
     ) -> tuple[Any, list[TreeLevel], bool] | None:
         """The kept levels (complete, down to ``old_leaf``) whose first ones an append of only
-        ``tail`` may keep (see :meth:`_keep_levels_above`), if any."""
+        ``tail`` may keep (see :meth:`_keep_levels_above`), if any: what changed is recorded for
+        them alone (see :meth:`_take_in`)."""
         kept = self.kept_levels
         if (
             kept is None
@@ -889,11 +892,11 @@ class _TreeShape:
         )
 
     def _forget_shown_children(
-        self, entry_id: Any, node_of: Callable[[Any], Any], forgotten: set[int]
+        self, entry_id: Any, node_of: Callable[[Any], Any], forgotten: set[int] | None
     ) -> None:
         """Forget the kept shown children of the node of ``entry_id`` (its children changed, or
         whether one is shown), and of each ancestor that reaches them through hidden nodes; the
-        ``id`` of the shown one they end at is added to ``forgotten`` (of a hidden root when
+        ``id`` of the shown one they end at is recorded in ``forgotten`` (of a hidden root when
         there is none: the tops of the tree show other nodes)."""
         node = None
         while entry_id is not None:
@@ -906,7 +909,7 @@ class _TreeShape:
                 break  # its own shown children are what changed: its parent lists it alone
             entry_id = node.entry.parent_id
         if node is not None:
-            forgotten.add(id(node))
+            _record(forgotten, node)
 
     @property
     def on_path(self) -> set[Any]:

@@ -550,13 +550,13 @@ def test_a_move_of_the_leaf_records_the_nodes_it_changed_only_for_levels_kept(
     top = {**base, "chain": True, "offset": 0, "limit": 5}
     leaf = manager.get_leaf_id()
     far = manager.get_branch()[2].id
-    recorded: list[int] = []
+    recorded: list[int | None] = []
     keep = tree_view._TreeShape._keep_levels_above
     monkeypatch.setattr(
         tree_view._TreeShape,
         "_keep_levels_above",
-        lambda self, old, tail, appended, changed: (
-            recorded.append(len(changed)) or keep(self, old, tail, appended, changed)
+        lambda self, kept, changed: (
+            recorded.append(None if changed is None else len(changed)) or keep(self, kept, changed)
         ),
     )
     _answer(manager, top)
@@ -568,13 +568,13 @@ def test_a_move_of_the_leaf_records_the_nodes_it_changed_only_for_levels_kept(
         fresh = SessionManager.open(str(path))
         fresh.branch(moved_to)
         assert answer == _answer(fresh, top), moved_to
-    assert recorded == [0, 0]
+    assert recorded == [None, None]
     _answer(manager, _leaf_levels(base, leaf, 3))
     manager.branch(far)
     fresh = SessionManager.open(str(path))
     fresh.branch(far)
     assert _answer(manager, _leaf_levels(base, far, 3)) == _answer(fresh, _leaf_levels(base, far, 3))
-    assert methods_read._tree_shapes.kept(manager) is shape and recorded[2] > 1
+    assert methods_read._tree_shapes.kept(manager) is shape and (recorded[2] or 0) > 1
 
 
 def test_a_move_of_more_rows_than_a_delta_names_is_walked_anew_not_followed(
