@@ -568,6 +568,9 @@ class _TreeShape:
         # down to the leaf's new levels (see levels_before)
         self.kept_levels: tuple[Any, list[TreeLevel], bool] | None = None
         self._levels_before: tuple[Any, list[TreeLevel], TreeLevel] | None = None
+        # while there is no leaf after a move to none: the path to the leaf before and the levels
+        # kept down to it, which the next leaf's levels start from (see _keep_levels_from_last_leaf)
+        self._levels_at_last_leaf: tuple[list[Any], tuple[Any, list[TreeLevel], bool]] | None = None
 
     def followed(self, manager: Any, appended: list[Any]) -> _TreeShape | None:
         """This shape made the shape of the session after pi appended ``appended`` below its leaf
@@ -579,30 +582,34 @@ class _TreeShape:
         ids repeat, the tool calls were all read up front (a new call may name an older result's).
         The new leaf may be below another entry than the old leaf (pi's ``/tree``, then a turn):
         the leaf's path is then that entry's and the appended ones; with nothing appended it is
-        another older entry (``pi/branch``), whose path is the leaf's."""
+        another older entry (``pi/branch``), whose path is the leaf's, or no entry
+        (``pi/resetLeaf``): no path. There may have been no leaf before either (no path then)."""
         from .library_tree import shown_tree  # (that module is built on this one)
 
-        path, old_leaf = self.leaf_path, self.leaf_id
+        old_leaf = self.leaf_id
+        path = self.leaf_path if self.has_leaf else []  # (no leaf: no path, whatever was given)
         node_of = self.roots.node_of if isinstance(self.roots, TreeRoots) else None
         if (
             type(path) is not list
-            or type(old_leaf) is not str
+            or (self.has_leaf and type(old_leaf) is not str)
             or node_of is None
             or not self._followable(manager)
         ):
             return None
         new_leaf = manager.get_leaf_id()
         found = appended_path(appended, new_leaf)
-        if not appended and type(new_leaf) is str:  # the leaf moved alone (pi/branch): no new entry below it
-            found = [], new_leaf
+        if not appended and (type(new_leaf) is str or new_leaf is None):
+            found = [], new_leaf  # the leaf moved alone (pi/branch, pi/resetLeaf): no new entry below it
         roots = shown_tree(manager)
         if found is None or not isinstance(roots, TreeRoots) or roots.node_of is None:
             return None
-        if roots.node_of(old_leaf) is not node_of(old_leaf):
+        # an entry this shape knows (the old leaf, else a root) has the same node in the tree now
+        known = old_leaf if self.has_leaf else (_node_id(self.roots[0]) if self.roots else None)
+        if type(known) is not str or roots.node_of(known) is not node_of(known):
             return None  # made anew: the nodes this shape knows are not the tree's
         tail, fork = found
-        above = path if fork == old_leaf else manager.get_branch(fork)
-        if not above or above[-1].id != fork:
+        above = path if fork == old_leaf else [] if fork is None else manager.get_branch(fork)
+        if fork is not None and (not above or above[-1].id != fork):
             return None
         # how many entries the old leaf's path and the new one share: all of the old one below the
         # old leaf (pi's turn; a long path is not compared with itself)
@@ -627,7 +634,7 @@ class _TreeShape:
         which the first ``shared`` are on the old leaf's path too."""
         node_of = roots.node_of
         assert node_of is not None  # (checked by followed)
-        path = self.leaf_path
+        path = self.leaf_path if self.has_leaf else []
         assert type(path) is list
         old_leaf = self.leaf_id
         left, joined = path[shared:], above[shared:]  # off the path now; older ones on it now
@@ -635,7 +642,8 @@ class _TreeShape:
         parted = [path[shared - 1]] if shared and (left or joined) else []
         self.roots, self.entries_by_id = roots, entries_by_id
         self.leaf_path = [*above, *tail]
-        self.leaf_id = self.leaf_path[-1].id
+        self.leaf_id = self.leaf_path[-1].id if self.leaf_path else None
+        self.has_leaf = bool(self.leaf_path)
         if self.visible is not None:  # the leaf's own answer depends on the leaf
             self.visible = node_filter(
                 self._mode, self.leaf_id, self._search, self.cache, self._context_edits
@@ -652,19 +660,27 @@ class _TreeShape:
         # what changed is recorded only for levels that may be kept: a branch far from the leaf
         # moves hundreds of thousands of nodes, whose ids would be most of what following it holds
         kept = self._levels_to_keep(old_leaf, tail, appended)
+        # to no leaf: no levels down to it are asked; those down to the old leaf wait for the next
+        last_leaf = (path, kept) if kept is not None and not self.has_leaf else None
+        if last_leaf is not None:
+            kept = None
         changed: set[int] | None = None if kept is None else set()
-        self._forget_changed(path[-1], appended, new_ids, node_of, changed)
-        if not tail:  # the new leaf is an older entry: shown otherwise as the leaf, its row another
+        self._forget_changed(path[-1] if path else None, appended, new_ids, node_of, changed)
+        if not tail and self.has_leaf:  # the new leaf is an older entry: shown otherwise as the leaf
             self._forget_leaf_row(node_of(self.leaf_id), node_of, changed)
         self._forget_moved_path([*left, *joined, *parted], node_of, changed)
         relabelled = self._forget_relabelled(appended, new_ids, node_of, changed)
         # the rows that joined the path hang below the row where the two paths part (or its shown
         # ancestor), which is in ``changed``: no level above the one that holds it is another, and
-        # on another branch than the old leaf's they are in no level kept
-        if changed is not None:
+        # on another branch than the old leaf's they are in no level kept. From no leaf no row
+        # parts them: the root that joined is in the top level, walked again
+        if changed is not None and path:
             changed -= {id(node_of(entry.id)) for entry in joined}
         self._keep_levels_above(kept, changed)
-        if self._levels_before is None:
+        if not path and not appended and self._levels_at_last_leaf is not None:
+            self._keep_levels_from_last_leaf(node_of)
+        self._levels_at_last_leaf = last_leaf
+        if self._levels_before is None and last_leaf is None:
             self._encoded_levels = {}  # (their rows are walked again)
         elif relabelled:
             self._forget_encoded_levels(relabelled)
@@ -678,6 +694,30 @@ class _TreeShape:
         was_shown, shown = self._shown_again(node, node_of, changed)
         if was_shown is not False or shown:
             _record(changed, node)
+
+    def _keep_levels_from_last_leaf(self, node_of: Callable[[Any], Any]) -> None:
+        """After a move from no leaf to an older entry (nothing appended): the levels down to the
+        leaf before the move to no leaf are kept as a move from that leaf straight to this one
+        keeps them (see :meth:`_keep_levels_above`), what that move changes recorded as
+        :meth:`_take_in` records it; whether the two leaves' rows were shown then is what the
+        filter answers while the old one is the leaf (the answers kept are of no leaf since)."""
+        assert self._levels_at_last_leaf is not None and type(self.leaf_path) is list
+        path, kept = self._levels_at_last_leaf
+        above = self.leaf_path
+        shared = shared_path_length(path, above)
+        left, joined = path[shared:], above[shared:]
+        parted = [path[shared - 1]] if shared and (left or joined) else []
+        changed: set[int] = set()
+        for entry in {id(path[-1]): path[-1], id(above[-1]): above[-1]}.values():  # the two leaves
+            node = node_of(entry.id)
+            was_shown, shown = self.shown_as_leaf(node, path[-1].id), self.is_shown(node)
+            if self.visible is not None and was_shown is not shown:
+                self._forget_shown_children(entry.parent_id, node_of, changed)
+            if was_shown or shown:
+                changed.add(id(node))
+        self._forget_moved_path([*left, *joined, *parted], node_of, changed)
+        changed -= {id(node_of(entry.id)) for entry in joined}  # (see _take_in)
+        self._keep_levels_above(kept, changed)
 
     def _forget_relabelled(
         self,
@@ -720,9 +760,13 @@ class _TreeShape:
     ) -> None:
         """What is known of the leaf's path, once it is :attr:`leaf_path`, whose first ``shared``
         entries were on it before: the entries ``left`` are off it and ``joined`` on it."""
+        assert type(self.leaf_path) is list
         if isinstance(self._path_entries, _EntriesOnPath):  # (ordered holds it: changed in place)
-            assert type(self.leaf_path) is list
             self._path_entries.move(self.leaf_path, shared, left, joined)
+        elif self._path_entries is None:  # made while there was no leaf: no path known then
+            self._path_entries = _entries_on(self.leaf_path)
+            if self.ordered is not None:
+                self.ordered = _order_along(self._path_entries)
         if left:  # (made again when asked for)
             self._on_path = self._path_nodes = None
             return
@@ -758,17 +802,18 @@ class _TreeShape:
 
     def _forget_changed(
         self,
-        old_entry: Any,
+        old_entry: Any | None,
         appended: list[Any],
         new_ids: set[Any],
         node_of: Callable[[Any], Any],
         changed: set[int] | None,
     ) -> None:
-        """After ``appended`` (below the old leaf ``old_entry``, and elsewhere; ``new_ids`` their
-        ids): forget what is kept of the older nodes that may show otherwise now; the ``id`` of
+        """After ``appended`` (below the old leaf ``old_entry``, None: there was none, and elsewhere;
+        ``new_ids`` their ids): forget what is kept of the older nodes that may show otherwise now; the ``id`` of
         the shown ones among them whose row may be another (see :meth:`_keep_levels_above`) recorded
         in ``changed``: the old leaf, and those whose shown children changed."""
-        self._forget_leaf_row(node_of(old_entry.id), node_of, changed)  # (no longer the leaf)
+        if old_entry is not None:
+            self._forget_leaf_row(node_of(old_entry.id), node_of, changed)  # (no longer the leaf)
         for entry in appended:  # the older nodes that have new children
             if entry.parent_id is not None and entry.parent_id not in new_ids:
                 self._forget_shown_children(entry.parent_id, node_of, changed)
