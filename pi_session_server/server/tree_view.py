@@ -687,11 +687,13 @@ class _TreeShape:
         if not self._encoded_levels:
             self._named_from_session = set()
 
-    def _forget_leaf_row(self, node: Any, node_of: Callable[[Any], Any], changed: set[int] | None) -> None:
+    def _forget_leaf_row(
+        self, node: Any, node_of: Callable[[Any], Any], changed: set[int] | None, leaf_then: Any = ABSENT
+    ) -> None:
         """``node`` became the leaf or stopped being it: whether it is shown is found again (pi's
         filters show a silent turn while it is the leaf); when it was shown or is, its row is
-        another (``isLeaf``): recorded in ``changed``."""
-        was_shown, shown = self._shown_again(node, node_of, changed)
+        another (``isLeaf``): recorded in ``changed``. ``leaf_then``: see :meth:`_shown_again`."""
+        was_shown, shown = self._shown_again(node, node_of, changed, leaf_then)
         if was_shown is not False or shown:
             _record(changed, node)
 
@@ -708,13 +710,8 @@ class _TreeShape:
         left, joined = path[shared:], above[shared:]
         parted = [path[shared - 1]] if shared and (left or joined) else []
         changed: set[int] = set()
-        for entry in {id(path[-1]): path[-1], id(above[-1]): above[-1]}.values():  # the two leaves
-            node = node_of(entry.id)
-            was_shown, shown = self.shown_as_leaf(node, path[-1].id), self.is_shown(node)
-            if self.visible is not None and was_shown is not shown:
-                self._forget_shown_children(entry.parent_id, node_of, changed)
-            if was_shown or shown:
-                changed.add(id(node))
+        for entry in (path[-1], above[-1]):  # the old leaf and the new
+            self._forget_leaf_row(node_of(entry.id), node_of, changed, path[-1].id)
         self._forget_moved_path([*left, *joined, *parted], node_of, changed)
         changed -= {id(node_of(entry.id)) for entry in joined}  # (see _take_in)
         self._keep_levels_above(kept, changed)
@@ -744,12 +741,15 @@ class _TreeShape:
         return relabelled
 
     def _shown_again(
-        self, node: Any, node_of: Callable[[Any], Any], changed: set[int] | None
+        self, node: Any, node_of: Callable[[Any], Any], changed: set[int] | None, leaf_then: Any = ABSENT
     ) -> tuple[bool | None, bool]:
-        """Whether ``node`` was shown (None: never asked) and whether it is, asked again; when that
+        """Whether ``node`` was shown (None: never asked; given ``leaf_then``, while that was the
+        leaf: the answer kept is of a state since) and whether it is, asked again; when that
         changed, its parent shows other children: forgotten (see :meth:`_forget_shown_children`,
         which records in ``changed``)."""
         was_shown = self._shown.pop(node.entry) if type(node.entry) is Entry else None
+        if leaf_then is not ABSENT:
+            was_shown = self.shown_as_leaf(node, leaf_then)
         shown = self.is_shown(node)
         if self.visible is not None and was_shown is not shown:
             self._forget_shown_children(node.entry.parent_id, node_of, changed)
@@ -808,10 +808,11 @@ class _TreeShape:
         node_of: Callable[[Any], Any],
         changed: set[int] | None,
     ) -> None:
-        """After ``appended`` (below the old leaf ``old_entry``, None: there was none, and elsewhere;
-        ``new_ids`` their ids): forget what is kept of the older nodes that may show otherwise now; the ``id`` of
-        the shown ones among them whose row may be another (see :meth:`_keep_levels_above`) recorded
-        in ``changed``: the old leaf, and those whose shown children changed."""
+        """After ``appended`` (below the old leaf ``old_entry``, None: there was none, and
+        elsewhere; ``new_ids`` their ids): forget what is kept of the older nodes that may show
+        otherwise now; the ``id`` of the shown ones among them whose row may be another (see
+        :meth:`_keep_levels_above`) recorded in ``changed``: the old leaf, and those whose shown
+        children changed."""
         if old_entry is not None:
             self._forget_leaf_row(node_of(old_entry.id), node_of, changed)  # (no longer the leaf)
         for entry in appended:  # the older nodes that have new children

@@ -677,6 +677,36 @@ def test_a_move_through_no_leaf_keeps_the_levels_above_the_fork(
         assert answer == _answer(fresh, _leaf_levels(base, moved_to, 3)), moved_to
 
 
+@pytest.mark.parametrize("view", VIEWS, ids=[str(view) for view in VIEWS])
+def test_random_moves_through_no_leaf_answer_as_a_fresh_one(
+    tmp_path: Path, view: tuple[str, bool, str | None]
+) -> None:
+    """pi/resetLeaf, the view's top list asked then, and pi/branch to any entry (up the path, on
+    another branch, a silent turn, the leaf before): the levels down to the new leaf, kept from
+    those down to the leaf before the reset, are a fresh manager's."""
+    rng = random.Random(7)
+    path = _branchy_session(tmp_path / "followed.jsonl", turns=40)
+    manager = SessionManager.open(str(path))
+    base = _flat(view)
+    top = {**base, "chain": True, "offset": 0, "limit": 5}
+    ids = [entry.id for entry in manager.get_entries()]
+    _answer(manager, _leaf_levels(base, manager.get_leaf_id(), 3))
+    for _ in range(8):
+        before = manager.get_leaf_id()
+        target = rng.choice(
+            [before, *[entry.id for entry in manager.get_branch()][-12:], *rng.sample(ids, 3)]
+        )
+        manager.reset_leaf()
+        _answer(manager, top)
+        manager.branch(target)
+        fresh = SessionManager.open(str(path))
+        fresh.branch(target)
+        for limit in (3, 3, 2):
+            assert _answer(manager, _leaf_levels(base, target, limit)) == _answer(
+                fresh, _leaf_levels(base, target, limit)
+            ), (before, target)
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_followed_session_whose_leaf_moves_answers_as_a_fresh_one(tmp_path: Path, seed: int) -> None:
     """Between the turns appended, the leaf moved alone (pi/branch to any older entry, up its path,
