@@ -1,7 +1,7 @@
 """A tree view following a session pi is writing: the levels anew after each turn, or what changed.
 
     python bench/bench_tree_follow.py [--session FILE] [--turns 20] [--filters default,no-tools]
-        [--branch-back N] [--branch-only] [--work DIR]
+        [--branch-back N] [--branch-only [--through-no-leaf]] [--work DIR]
 
 Two sidecars (``pi-session serve``) each hold a copy of the session (by default the 105 MB one of
 ``/var/tmp/pi-session-bench``, read-only: the copies go to ``--work`` and are deleted after), each with
@@ -12,14 +12,17 @@ answer) is appended to both copies, as pi appends, ``--turns`` times (with ``--b
 below the entry ``N`` entries above the leaf: pi's ``/tree`` to an older entry, then a turn there,
 which moves the leaf's path; with ``--branch-only`` nothing is appended: each turn is a ``pi/branch``
 of both sidecars' session, to the entry ``N`` above the leaf the session opened with and back to that
-leaf in turn, as the user picks an older entry in the editor's tree view and back); once each
+leaf in turn, as the user picks an older entry in the editor's tree view and back; with
+``--through-no-leaf`` each move is a ``pi/resetLeaf`` first, the views' top list asked then, as an
+editor shows a session without a leaf, then the ``pi/branch`` from no leaf); once each
 sidecar told the
 append (``pi/didChange``), each of the baseline's views asks the ``levels`` down to the new leaf again
 (what the editors did before ``since``) and each of the other's asks them with ``since`` (the
 revision it holds), the views' requests interleaved; a ``{reload: true}`` answer is followed by the
 levels anew, as the editors do, and both count for the turn. Per turn and view, the replies' size
 and their time (request to decoded reply, what a client waits) are taken; the table gives their
-medians and the ratios, all measured in this run.
+medians and the ratios, all measured in this run, and each sidecar's CPU time (user and system)
+over the turns.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_user import LEVEL_PAGE, Server, environment  # noqa: E402
+from bench_viewer import cpu_seconds  # noqa: E402
 
 SESSION = Path("/var/tmp/pi-session-bench/session-100mb.jsonl")
 
@@ -112,6 +116,17 @@ def append_turn(servers: list[Server], copies: list[Path], session: str, leaf: s
     return new_leaf
 
 
+def move_leaf(server: Server, views: list[dict[str, Any]], leaf: str, through_no_leaf: bool) -> None:
+    """``pi/branch`` of the session of ``views`` to ``leaf``; ``through_no_leaf``: a ``pi/resetLeaf``
+    first, and each view's top list asked then (an editor shows a session without a leaf so)."""
+    session = views[0]["session"]
+    if through_no_leaf:
+        server.request("pi/resetLeaf", {"session": session})
+        for view in views:
+            server.request("pi/getTree", {**view, "chain": True, "offset": 0, "limit": LEVEL_PAGE})
+    server.request("pi/branch", {"session": session, "entryId": leaf})
+
+
 def timed(server: Server, params: dict[str, Any]) -> tuple[Any, float, int]:
     started = time.perf_counter()
     reply = server.request("pi/getTree", params)
@@ -155,7 +170,7 @@ def report(
         print(f"{mode}: anew / since: {bytes_ratio:,.0f}x the bytes, {time_ratio:.1f}x the time")
 
 
-def main() -> int:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--session", type=Path, default=SESSION)
     parser.add_argument("--turns", type=int, default=20)
@@ -170,10 +185,22 @@ def main() -> int:
         action="store_true",
         help="each turn a pi/branch (nothing appended): up --branch-back entries, then back, in turn",
     )
+    parser.add_argument(
+        "--through-no-leaf",
+        action="store_true",
+        help="with --branch-only: each move a pi/resetLeaf, the views' top list asked, then the pi/branch",
+    )
     parser.add_argument("--work", type=Path, default=Path("/var/tmp/livetree"))
     args = parser.parse_args()
     if args.branch_only and args.branch_back < 1:
         parser.error("--branch-only moves the leaf --branch-back entries up: give one of 1 or more")
+    if args.through_no_leaf and not args.branch_only:
+        parser.error("--through-no-leaf is of --branch-only")
+    return args
+
+
+def main() -> int:
+    args = arguments()
     filters = [mode for mode in args.filters.split(",") if mode]
     args.work.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="tree-follow-", dir=args.work))
@@ -199,11 +226,12 @@ def main() -> int:
         since: list[list[tuple[float, int]]] = [[] for _ in filters]
         reloads = [0 for _ in filters]
         moves = (leaf, ancestor(servers[0], views[0][0]["session"], leaf, args.branch_back))
+        cpu_before = [cpu_seconds(server.proc.pid) for server in servers]
         for n in range(args.turns):
             if args.branch_only:
                 leaf = moves[(n + 1) % 2]
                 for server, mine in zip(servers, views, strict=True):
-                    server.request("pi/branch", {"session": mine[0]["session"], "entryId": leaf})
+                    move_leaf(server, mine, leaf, args.through_no_leaf)
             else:
                 leaf = append_turn(servers, copies, views[0][0]["session"], leaf, n, args.branch_back)
             base = {"levels": True, "aroundId": leaf, "limit": LEVEL_PAGE}
@@ -213,12 +241,18 @@ def main() -> int:
                 held[at], seconds, size, reloaded = follow(servers[1], theirs, base, held[at])
                 reloads[at] += reloaded
                 since[at].append((seconds, size))
+        cpu = [
+            cpu_seconds(server.proc.pid) - before for server, before in zip(servers, cpu_before, strict=True)
+        ]
         for server in servers:
             server.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     what = f"moves of the leaf {args.branch_back} up and back" if args.branch_only else "turns of 4 entries"
+    if args.through_no_leaf:
+        what += ", each through no leaf"
     report(args.session.name, args.turns, what, filters, levels, anew, since, reloads)
+    print(f"sidecars' CPU seconds over the turns: anew {cpu[0]:.2f}, since {cpu[1]:.2f}")
     return 0
 
 

@@ -26,7 +26,7 @@ from msgspec import UNSET, UnsetType
 from pi_session_server import __version__
 from pi_session_server.errors import PiSessionError, PiVersionError, SessionFileReplacedError
 from pi_session_server.format.jsvalue import ABSENT, strict_equal
-from pi_session_server.session import SessionManager
+from pi_session_server.session import FileChange, SessionManager
 from pi_session_server.session.environment import Environment
 from pi_session_server.session.loader import is_valid_header, open_for_reading, peek_header
 from pi_session_server.session.migrate import needs_migration
@@ -55,8 +55,6 @@ from .wire import encoded_reply
 from .workers import CancelToken, Job, WorkerPool, keep_big_blocks_out_of_the_heap
 
 if TYPE_CHECKING:
-    from pi_session_server.session import FileChange
-
     from .language_features import LanguageFeatures
 
 logger = logging.getLogger(__name__)
@@ -364,6 +362,7 @@ class PiSessionServer:
         *,
         write: bool = False,
         append: bool = False,
+        moves_leaf: bool = False,
         convert: Callable[[Any, Slot], Any] | None = None,
         files: Sequence[str | None] = (),
     ) -> Any:
@@ -374,11 +373,17 @@ class PiSessionServer:
         (``manager.transaction()``; ``append``: the job is one appender, which takes its own failure
         back). A write is never cancelled once it runs; a read is.
 
+        ``moves_leaf``: the job moves the session's leaf (pi/branch, pi/resetLeaf,
+        pi/branchWithSummary): a move is told as ``pi/didChange`` ``leafMoved`` before the reply, so
+        that every view of the session the client shows follows it, not only the one that asked.
+
         ``files``: the other files the job opens (resolved as pi/delete resolves them, None for one
         that cannot be resolved on the loop). A request on a file a pi/delete sent before it is
         deleting starts once the delete answered (see :mod:`.pending_deletes`).
         """
-        start = partial(self._session_call, p, job, write=write, append=append, convert=convert)
+        start = partial(
+            self._session_call, p, job, write=write, append=append, moves_leaf=moves_leaf, convert=convert
+        )
         pending = self.pending_deletes
         by_uri = self._held_by_uri(p, None)
         unheld = by_uri.path if by_uri is not None and by_uri.slot is None else None
@@ -442,6 +447,7 @@ class PiSessionServer:
         *,
         write: bool,
         append: bool,
+        moves_leaf: bool,
         convert: Callable[[Any, Slot], Any] | None,
         keys: FileKeys | None = None,
     ) -> Job[Any]:
@@ -449,7 +455,10 @@ class PiSessionServer:
 
         def work(_token: CancelToken) -> Any:
             try:
+                leaf_before = slot.opened().get_leaf_id() if moves_leaf else ABSENT
                 value = self._write(slot, job, append) if write else job(slot.opened())
+                if moves_leaf:
+                    self._tell_leaf_move(slot, leaf_before)
                 if convert is not None:
                     value = convert(value, slot)
                 return encoded_reply(value)
@@ -515,6 +524,15 @@ class PiSessionServer:
             if change is not None:
                 self._tell_change(slot, change)
             return value
+
+    def _tell_leaf_move(self, slot: Slot, leaf_before: Any) -> None:
+        """``pi/didChange`` ``leafMoved`` when the leaf of the session of ``slot`` is not
+        ``leaf_before`` any more (an entry a move wrote, pi/branchWithSummary's, is the session's
+        own append: not told as new, as pi/append's are not)."""
+        leaf = slot.opened().get_leaf_id()
+        if strict_equal(leaf, leaf_before):  # (None is None: no leaf before or after)
+            return
+        self._tell_change(slot, FileChange("leafMoved", [], leaf))
 
     def _tell_change(self, slot: Slot, change: FileChange) -> None:
         """``pi/didChange`` for what a refresh of the session of ``slot`` took in, if anything."""

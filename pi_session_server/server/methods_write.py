@@ -104,7 +104,7 @@ def _register_leaf_moves(server: PiSessionServer) -> None:
             manager.branch(P.opt(p.entry_id))
             return {"leafId": manager.get_leaf_id()}
 
-        return server.session_call(p, job)
+        return server.session_call(p, job, moves_leaf=True)
 
     @route("pi/resetLeaf")
     def pi_reset_leaf(params: Any) -> Any:
@@ -114,7 +114,7 @@ def _register_leaf_moves(server: PiSessionServer) -> None:
             manager.reset_leaf()
             return {"leafId": manager.get_leaf_id()}
 
-        return server.session_call(p, job)
+        return server.session_call(p, job, moves_leaf=True)
 
     @route("pi/branchWithSummary")
     def pi_branch_with_summary(params: Any) -> Any:
@@ -129,7 +129,7 @@ def _register_leaf_moves(server: PiSessionServer) -> None:
                 P.opt(p.usage),
             )
 
-        return server.session_call(p, job, write=True, convert=_new_entry)
+        return server.session_call(p, job, write=True, moves_leaf=True, convert=_new_entry)
 
 
 def _register_file_switches(server: PiSessionServer) -> None:

@@ -456,7 +456,7 @@ NOTIFICATIONS = [
     Notification(
         "pi/didChange",
         "server -> client: another process appended to (or rewrote, or deleted) a held session "
-        "file; the session already took the change in.",
+        "file, or a request moved a session's leaf; the session already took the change in.",
         R.DidChangeParams,
     ),
     Notification(

@@ -595,7 +595,7 @@ class DidChangeParams(Result, kw_only=True):
     session: str
     uri: str | None
     kind: Annotated[
-        Literal["appended", "reloaded", "rewriting", "unreadable", "deleted"],
+        Literal["appended", "reloaded", "rewriting", "unreadable", "deleted", "leafMoved"],
         Meta(
             description="appended: new lines at the end (newEntryIds), also whole lines another process "
             "appended right before an append of ours (told by pi/foreignWriter), which come before ours in "
@@ -612,7 +612,11 @@ class DidChangeParams(Result, kw_only=True):
             "text, a header behind a byte order mark: pi cannot read it either): it is not a session now; "
             "the session stays as it was in memory (an append goes on a line of its own after the other "
             "text, as pi's would, and is reported as pi/foreignWriter), and reloaded follows if a header comes back; a change that still leaves no "
-            "header is told as rewriting again; deleted: the file is gone (the session stays in memory)"
+            "header is told as rewriting again; deleted: the file is gone (the session stays in memory); "
+            "leafMoved: a request moved the session's leaf (pi/branch, pi/resetLeaf, pi/branchWithSummary), "
+            "told before its answer, so that every view of the session follows it, not only the one that "
+            "asked: leafId is the leaf now (null: before the first entry), newEntryIds is empty (the entry "
+            "pi/branchWithSummary wrote is the leaf; a request's own appends are not told)"
         ),
     ]
     new_entry_ids: Annotated[list[Any], Meta(description="ids of the entries that are new (file order)")]

@@ -472,12 +472,11 @@ class NamedCalls:
             self.keys = None if other.keys is None else self.keys | other.keys
 
 
-class _NotRecorded(set[int]):
-    """The nodes that changed (by ``id``) of a change after which no level is kept: not
-    recorded (see :meth:`_TreeShape._take_in`)."""
-
-    def add(self, element: int) -> None:
-        """(Nothing is recorded.)"""
+def _record(changed: set[int] | None, node: Any) -> None:
+    """Add ``node`` (by ``id``) to the nodes that ``changed``, when they are recorded (None: a
+    change after which no level is kept, see :meth:`_TreeShape._take_in`)."""
+    if changed is not None:
+        changed.add(id(node))
 
 
 class _TreeShape:
@@ -569,6 +568,9 @@ class _TreeShape:
         # down to the leaf's new levels (see levels_before)
         self.kept_levels: tuple[Any, list[TreeLevel], bool] | None = None
         self._levels_before: tuple[Any, list[TreeLevel], TreeLevel] | None = None
+        # while there is no leaf after a move to none: the path to the leaf before and the levels
+        # kept down to it, which the next leaf's levels start from (see _keep_levels_from_last_leaf)
+        self._levels_at_last_leaf: tuple[list[Any], tuple[Any, list[TreeLevel], bool]] | None = None
 
     def followed(self, manager: Any, appended: list[Any]) -> _TreeShape | None:
         """This shape made the shape of the session after pi appended ``appended`` below its leaf
@@ -580,30 +582,34 @@ class _TreeShape:
         ids repeat, the tool calls were all read up front (a new call may name an older result's).
         The new leaf may be below another entry than the old leaf (pi's ``/tree``, then a turn):
         the leaf's path is then that entry's and the appended ones; with nothing appended it is
-        another older entry (``pi/branch``), whose path is the leaf's."""
+        another older entry (``pi/branch``), whose path is the leaf's, or no entry
+        (``pi/resetLeaf``): no path. There may have been no leaf before either (no path then)."""
         from .library_tree import shown_tree  # (that module is built on this one)
 
-        path, old_leaf = self.leaf_path, self.leaf_id
+        old_leaf = self.leaf_id
+        path = self.leaf_path if self.has_leaf else []  # (no leaf: no path, whatever was given)
         node_of = self.roots.node_of if isinstance(self.roots, TreeRoots) else None
         if (
             type(path) is not list
-            or type(old_leaf) is not str
+            or (self.has_leaf and type(old_leaf) is not str)
             or node_of is None
             or not self._followable(manager)
         ):
             return None
         new_leaf = manager.get_leaf_id()
         found = appended_path(appended, new_leaf)
-        if not appended and type(new_leaf) is str:  # the leaf moved alone (pi/branch): no new entry below it
-            found = [], new_leaf
+        if not appended and (type(new_leaf) is str or new_leaf is None):
+            found = [], new_leaf  # the leaf moved alone (pi/branch, pi/resetLeaf): no new entry below it
         roots = shown_tree(manager)
         if found is None or not isinstance(roots, TreeRoots) or roots.node_of is None:
             return None
-        if roots.node_of(old_leaf) is not node_of(old_leaf):
+        # an entry this shape knows (the old leaf, else a root) has the same node in the tree now
+        known = old_leaf if self.has_leaf else (_node_id(self.roots[0]) if self.roots else None)
+        if type(known) is not str or roots.node_of(known) is not node_of(known):
             return None  # made anew: the nodes this shape knows are not the tree's
         tail, fork = found
-        above = path if fork == old_leaf else manager.get_branch(fork)
-        if not above or above[-1].id != fork:
+        above = path if fork == old_leaf else [] if fork is None else manager.get_branch(fork)
+        if fork is not None and (not above or above[-1].id != fork):
             return None
         # how many entries the old leaf's path and the new one share: all of the old one below the
         # old leaf (pi's turn; a long path is not compared with itself)
@@ -628,7 +634,7 @@ class _TreeShape:
         which the first ``shared`` are on the old leaf's path too."""
         node_of = roots.node_of
         assert node_of is not None  # (checked by followed)
-        path = self.leaf_path
+        path = self.leaf_path if self.has_leaf else []
         assert type(path) is list
         old_leaf = self.leaf_id
         left, joined = path[shared:], above[shared:]  # off the path now; older ones on it now
@@ -636,7 +642,8 @@ class _TreeShape:
         parted = [path[shared - 1]] if shared and (left or joined) else []
         self.roots, self.entries_by_id = roots, entries_by_id
         self.leaf_path = [*above, *tail]
-        self.leaf_id = self.leaf_path[-1].id
+        self.leaf_id = self.leaf_path[-1].id if self.leaf_path else None
+        self.has_leaf = bool(self.leaf_path)
         if self.visible is not None:  # the leaf's own answer depends on the leaf
             self.visible = node_filter(
                 self._mode, self.leaf_id, self._search, self.cache, self._context_edits
@@ -652,40 +659,73 @@ class _TreeShape:
         new_ids = {entry.id for entry in appended}
         # what changed is recorded only for levels that may be kept: a branch far from the leaf
         # moves hundreds of thousands of nodes, whose ids would be most of what following it holds
-        keeps = self._levels_to_keep(old_leaf, tail, appended) is not None
-        changed: set[int] = set() if keeps else _NotRecorded()
-        self._forget_changed(path[-1], appended, new_ids, node_of, changed)
-        if not tail:  # the new leaf is an older entry: shown otherwise as the leaf, its row another
-            self._forget_new_leaf(node_of(self.leaf_id), node_of, changed)
+        kept = self._levels_to_keep(old_leaf, tail, appended)
+        # to no leaf: no levels down to it are asked; those down to the old leaf wait for the next
+        last_leaf = (path, kept) if kept is not None and not self.has_leaf else None
+        if last_leaf is not None:
+            kept = None
+        changed: set[int] | None = None if kept is None else set()
+        self._forget_changed(path[-1] if path else None, appended, new_ids, node_of, changed)
+        if not tail and self.has_leaf:  # the new leaf is an older entry: shown otherwise as the leaf
+            self._forget_leaf_row(node_of(self.leaf_id), node_of, changed)
         self._forget_moved_path([*left, *joined, *parted], node_of, changed)
         relabelled = self._forget_relabelled(appended, new_ids, node_of, changed)
         # the rows that joined the path hang below the row where the two paths part (or its shown
         # ancestor), which is in ``changed``: no level above the one that holds it is another, and
-        # on another branch than the old leaf's they are in no level kept
-        if keeps:
+        # on another branch than the old leaf's they are in no level kept. From no leaf no row
+        # parts them: the root that joined is in the top level, walked again
+        if changed is not None and path:
             changed -= {id(node_of(entry.id)) for entry in joined}
-        self._keep_levels_above(old_leaf, tail, appended, changed)
-        if self._levels_before is None:
+        self._keep_levels_above(kept, changed)
+        if not path and not appended and self._levels_at_last_leaf is not None:
+            self._keep_levels_from_last_leaf(node_of)
+        self._levels_at_last_leaf = last_leaf
+        if self._levels_before is None and last_leaf is None:
             self._encoded_levels = {}  # (their rows are walked again)
         elif relabelled:
             self._forget_encoded_levels(relabelled)
         if not self._encoded_levels:
             self._named_from_session = set()
 
-    def _forget_new_leaf(self, node: Any, node_of: Callable[[Any], Any], changed: set[int]) -> None:
-        """After a move of the leaf alone: whether the older ``node``, the leaf now, is shown is
-        found again (pi's filters show a silent turn while it is the leaf); when shown its row is
-        another (``isLeaf``): added to ``changed`` (by ``id``)."""
-        was_shown, shown = self._shown_again(node, node_of, changed)
+    def _forget_leaf_row(
+        self, node: Any, node_of: Callable[[Any], Any], changed: set[int] | None, leaf_then: Any = ABSENT
+    ) -> None:
+        """``node`` became the leaf or stopped being it: whether it is shown is found again (pi's
+        filters show a silent turn while it is the leaf); when it was shown or is, its row is
+        another (``isLeaf``): recorded in ``changed``. ``leaf_then``: see :meth:`_shown_again`."""
+        was_shown, shown = self._shown_again(node, node_of, changed, leaf_then)
         if was_shown is not False or shown:
-            changed.add(id(node))
+            _record(changed, node)
+
+    def _keep_levels_from_last_leaf(self, node_of: Callable[[Any], Any]) -> None:
+        """After a move from no leaf to an older entry (nothing appended): the levels down to the
+        leaf before the move to no leaf are kept as a move from that leaf straight to this one
+        keeps them (see :meth:`_keep_levels_above`), what that move changes recorded as
+        :meth:`_take_in` records it; whether the two leaves' rows were shown then is what the
+        filter answers while the old one is the leaf (the answers kept are of no leaf since)."""
+        assert self._levels_at_last_leaf is not None and type(self.leaf_path) is list
+        path, kept = self._levels_at_last_leaf
+        above = self.leaf_path
+        shared = shared_path_length(path, above)
+        left, joined = path[shared:], above[shared:]
+        parted = [path[shared - 1]] if shared and (left or joined) else []
+        changed: set[int] = set()
+        for entry in (path[-1], above[-1]):  # the old leaf and the new
+            self._forget_leaf_row(node_of(entry.id), node_of, changed, path[-1].id)
+        self._forget_moved_path([*left, *joined, *parted], node_of, changed)
+        changed -= {id(node_of(entry.id)) for entry in joined}  # (see _take_in)
+        self._keep_levels_above(kept, changed)
 
     def _forget_relabelled(
-        self, appended: list[Any], new_ids: set[Any], node_of: Callable[[Any], Any], changed: set[int]
+        self,
+        appended: list[Any],
+        new_ids: set[Any],
+        node_of: Callable[[Any], Any],
+        changed: set[int] | None,
     ) -> set[int]:
         """The ``id`` of the older nodes whose label an appended label entry set (their rows show
         the label); whether each is shown is found again (``labeled-only`` and a search read the
-        label), and when that changed, as for :meth:`_forget_changed` (added to ``changed``).
+        label), and when that changed, as for :meth:`_forget_changed` (recorded in ``changed``).
         ``new_ids``: the ids of ``appended``."""
         relabelled: set[int] = set()
         for entry in appended:
@@ -697,16 +737,19 @@ class _TreeShape:
             relabelled.add(id(node))
             was_shown, shown = self._shown_again(node, node_of, changed)
             if self.visible is not None and was_shown is not shown and (was_shown is not False or shown):
-                changed.add(id(node))
+                _record(changed, node)
         return relabelled
 
     def _shown_again(
-        self, node: Any, node_of: Callable[[Any], Any], changed: set[int]
+        self, node: Any, node_of: Callable[[Any], Any], changed: set[int] | None, leaf_then: Any = ABSENT
     ) -> tuple[bool | None, bool]:
-        """Whether ``node`` was shown (None: never asked) and whether it is, asked again; when that
+        """Whether ``node`` was shown (None: never asked; given ``leaf_then``, while that was the
+        leaf: the answer kept is of a state since) and whether it is, asked again; when that
         changed, its parent shows other children: forgotten (see :meth:`_forget_shown_children`,
-        which adds to ``changed``)."""
+        which records in ``changed``)."""
         was_shown = self._shown.pop(node.entry) if type(node.entry) is Entry else None
+        if leaf_then is not ABSENT:
+            was_shown = self.shown_as_leaf(node, leaf_then)
         shown = self.is_shown(node)
         if self.visible is not None and was_shown is not shown:
             self._forget_shown_children(node.entry.parent_id, node_of, changed)
@@ -717,9 +760,13 @@ class _TreeShape:
     ) -> None:
         """What is known of the leaf's path, once it is :attr:`leaf_path`, whose first ``shared``
         entries were on it before: the entries ``left`` are off it and ``joined`` on it."""
+        assert type(self.leaf_path) is list
         if isinstance(self._path_entries, _EntriesOnPath):  # (ordered holds it: changed in place)
-            assert type(self.leaf_path) is list
             self._path_entries.move(self.leaf_path, shared, left, joined)
+        elif self._path_entries is None:  # made while there was no leaf: no path known then
+            self._path_entries = _entries_on(self.leaf_path)
+            if self.ordered is not None:
+                self.ordered = _order_along(self._path_entries)
         if left:  # (made again when asked for)
             self._on_path = self._path_nodes = None
             return
@@ -728,18 +775,20 @@ class _TreeShape:
         if self._path_nodes is not None:
             self._path_nodes.update((entry.id, node_of(entry.id)) for entry in joined)
 
-    def _forget_moved_path(self, moved: list[Any], node_of: Callable[[Any], Any], changed: set[int]) -> None:
+    def _forget_moved_path(
+        self, moved: list[Any], node_of: Callable[[Any], Any], changed: set[int] | None
+    ) -> None:
         """After a branch elsewhere: the older entries that left the leaf's path or joined it, and
         the one where the old and new paths part, show otherwise (``onLeafPath``, their
         children's order: the one on the path first); forget their shown children, the shown
-        ones added to ``changed`` (by ``id``)."""
+        ones recorded in ``changed`` (by ``id``)."""
         for entry in moved:
             node = node_of(entry.id)
             if node is None:
                 continue
             self._shown_children.pop(id(node), None)
             if self.is_shown(node):
-                changed.add(id(node))
+                _record(changed, node)
             else:  # its children's order is its shown ancestor's shown children's
                 self._forget_shown_children(entry.parent_id, node_of, changed)
 
@@ -753,20 +802,19 @@ class _TreeShape:
 
     def _forget_changed(
         self,
-        old_entry: Any,
+        old_entry: Any | None,
         appended: list[Any],
         new_ids: set[Any],
         node_of: Callable[[Any], Any],
-        changed: set[int],
+        changed: set[int] | None,
     ) -> None:
-        """After ``appended`` (below the old leaf ``old_entry``, and elsewhere; ``new_ids`` their
-        ids): forget what is kept of the older nodes that may show otherwise now; the ``id`` of
-        the shown ones among them whose row may be another (see :meth:`_keep_levels_above`) added
-        to ``changed``: the old leaf, and those whose shown children changed."""
-        old_node = node_of(old_entry.id)
-        was_shown, shown = self._shown_again(old_node, node_of, changed)
-        if was_shown is not False or shown:  # (no longer the leaf: its row is another)
-            changed.add(id(old_node))
+        """After ``appended`` (below the old leaf ``old_entry``, None: there was none, and
+        elsewhere; ``new_ids`` their ids): forget what is kept of the older nodes that may show
+        otherwise now; the ``id`` of the shown ones among them whose row may be another (see
+        :meth:`_keep_levels_above`) recorded in ``changed``: the old leaf, and those whose shown
+        children changed."""
+        if old_entry is not None:
+            self._forget_leaf_row(node_of(old_entry.id), node_of, changed)  # (no longer the leaf)
         for entry in appended:  # the older nodes that have new children
             if entry.parent_id is not None and entry.parent_id not in new_ids:
                 self._forget_shown_children(entry.parent_id, node_of, changed)
@@ -841,19 +889,19 @@ class _TreeShape:
         return False
 
     def _keep_levels_above(
-        self, old_leaf: Any, tail: list[Any], appended: list[Any], changed: set[int]
+        self, kept: tuple[Any, list[TreeLevel], bool] | None, changed: set[int] | None
     ) -> None:
-        """After an append of only ``tail`` (below the old leaf, or below another entry): the
-        levels down to the old leaf before the first that shows one of the nodes that ``changed``
-        (by ``id``: the old leaf, those whose shown children changed, those that left the leaf's
-        path or joined it) are the first levels down to the new leaf, their windows aimed at it,
-        and that level's window is walked again (and the levels below it): whether a node is
-        shown, which children it shows in which order, and which is on the path are what a
-        level's rows follow from. None are kept when a node that changed is in no level (a
+        """After an append of only the new leaf's path below an older entry (the old leaf, or
+        another), ``kept`` the levels down to the old leaf it may keep (see
+        :meth:`_levels_to_keep`): those before the first that shows one of the nodes that
+        ``changed`` (by ``id``: the old leaf, those whose shown children changed, those that left
+        the leaf's path or joined it) are the first levels down to the new leaf, their windows
+        aimed at it, and that level's window is walked again (and the levels below it): whether a
+        node is shown, which children it shows in which order, and which is on the path are what
+        a level's rows follow from. None are kept when a node that changed is in no level (a
         hidden root, whose shown children the top level lists)."""
-        kept = self._levels_to_keep(old_leaf, tail, appended)
         self.kept_levels = self._levels_before = None
-        if kept is None:
+        if kept is None or changed is None:
             return
         first = _first_level_holding(kept[1], changed)
         if first is None:
@@ -869,7 +917,8 @@ class _TreeShape:
         self, old_leaf: Any, tail: list[Any], appended: list[Any]
     ) -> tuple[Any, list[TreeLevel], bool] | None:
         """The kept levels (complete, down to ``old_leaf``) whose first ones an append of only
-        ``tail`` may keep (see :meth:`_keep_levels_above`), if any."""
+        ``tail`` may keep (see :meth:`_keep_levels_above`), if any: what changed is recorded for
+        them alone (see :meth:`_take_in`)."""
         kept = self.kept_levels
         if (
             kept is None
@@ -889,11 +938,11 @@ class _TreeShape:
         )
 
     def _forget_shown_children(
-        self, entry_id: Any, node_of: Callable[[Any], Any], forgotten: set[int]
+        self, entry_id: Any, node_of: Callable[[Any], Any], forgotten: set[int] | None
     ) -> None:
         """Forget the kept shown children of the node of ``entry_id`` (its children changed, or
         whether one is shown), and of each ancestor that reaches them through hidden nodes; the
-        ``id`` of the shown one they end at is added to ``forgotten`` (of a hidden root when
+        ``id`` of the shown one they end at is recorded in ``forgotten`` (of a hidden root when
         there is none: the tops of the tree show other nodes)."""
         node = None
         while entry_id is not None:
@@ -906,7 +955,7 @@ class _TreeShape:
                 break  # its own shown children are what changed: its parent lists it alone
             entry_id = node.entry.parent_id
         if node is not None:
-            forgotten.add(id(node))
+            _record(forgotten, node)
 
     @property
     def on_path(self) -> set[Any]:

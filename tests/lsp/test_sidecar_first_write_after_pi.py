@@ -87,7 +87,8 @@ async def test_the_first_write_by_uri_after_pi_appended_keeps_the_leaf_the_sessi
         ids = pi_appends(path, last)
         own = await side.request("pi/append", {"uri": uri, "kind": "message", "message": MESSAGE})
         assert (await side.request("pi/getEntry", {"uri": uri, "id": own["id"]}))["parentId"] == "1e2f3a4b"
-        (change,) = side.notifications["pi/didChange"]
+        moved, change = side.notifications["pi/didChange"]  # (the branch, told before its answer)
+        assert moved["kind"] == "leafMoved" and moved["leafId"] == "1e2f3a4b"
         assert change["newEntryIds"] == ids and change["leafId"] == "1e2f3a4b"
         assert (await side.request("pi/getEntry", {"uri": uri, "id": ids[0]}))["parentId"] == last
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import builders as S
 import pytest
@@ -256,6 +257,31 @@ async def test_branching_methods(sidecar, tmp_path):
     assert [e["id"] for e in (await sidecar.request("pi/getEntries", {"session": s}))["entries"]] == [a, b]
     fresh = await sidecar.request("pi/newSession", {"session": s, "options": {"id": "my-session"}})
     assert fresh["sessionId"] == "my-session" and fresh["entryCount"] == 0
+
+
+async def test_leaf_moves_are_told_as_did_change_before_their_answers(sidecar, tmp_path):
+    """pi/branch, pi/resetLeaf and pi/branchWithSummary tell the move as pi/didChange leafMoved
+    before they answer (every view of the session follows it, not only the one that asked); a
+    request that leaves the leaf where it was tells nothing."""
+    session, path = await sidecar.open_example(tmp_path)
+    branch = await sidecar.request("pi/getBranch", {"session": session})
+    older = branch[len(branch) // 2]["id"]
+
+    def moves() -> list[Any]:
+        return [p for p in sidecar.notifications.get("pi/didChange", []) if p["kind"] == "leafMoved"]
+
+    told = {"session": session, "uri": path.as_uri(), "kind": "leafMoved", "newEntryIds": []}
+    await sidecar.request("pi/branch", {"session": session, "entryId": older})
+    assert moves() == [{**told, "leafId": older}]
+    await sidecar.request("pi/branch", {"session": session, "entryId": older})  # (where it is)
+    summary = await sidecar.request(
+        "pi/branchWithSummary", {"session": session, "branchFromId": branch[0]["id"], "summary": "back"}
+    )
+    assert moves()[1:] == [{**told, "leafId": summary["id"]}]
+    await sidecar.request("pi/resetLeaf", {"session": session})
+    await sidecar.request("pi/resetLeaf", {"session": session})
+    assert moves()[2:] == [{**told, "leafId": None}]
+    assert [p["kind"] for p in sidecar.notifications["pi/didChange"]] == ["leafMoved"] * 3
 
 
 async def test_errors_carry_the_reference_messages(sidecar, tmp_path):

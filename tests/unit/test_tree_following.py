@@ -550,13 +550,13 @@ def test_a_move_of_the_leaf_records_the_nodes_it_changed_only_for_levels_kept(
     top = {**base, "chain": True, "offset": 0, "limit": 5}
     leaf = manager.get_leaf_id()
     far = manager.get_branch()[2].id
-    recorded: list[int] = []
+    recorded: list[int | None] = []
     keep = tree_view._TreeShape._keep_levels_above
     monkeypatch.setattr(
         tree_view._TreeShape,
         "_keep_levels_above",
-        lambda self, old, tail, appended, changed: (
-            recorded.append(len(changed)) or keep(self, old, tail, appended, changed)
+        lambda self, kept, changed: (
+            recorded.append(None if changed is None else len(changed)) or keep(self, kept, changed)
         ),
     )
     _answer(manager, top)
@@ -568,13 +568,13 @@ def test_a_move_of_the_leaf_records_the_nodes_it_changed_only_for_levels_kept(
         fresh = SessionManager.open(str(path))
         fresh.branch(moved_to)
         assert answer == _answer(fresh, top), moved_to
-    assert recorded == [0, 0]
+    assert recorded == [None, None]
     _answer(manager, _leaf_levels(base, leaf, 3))
     manager.branch(far)
     fresh = SessionManager.open(str(path))
     fresh.branch(far)
     assert _answer(manager, _leaf_levels(base, far, 3)) == _answer(fresh, _leaf_levels(base, far, 3))
-    assert methods_read._tree_shapes.kept(manager) is shape and recorded[2] > 1
+    assert methods_read._tree_shapes.kept(manager) is shape and (recorded[2] or 0) > 1
 
 
 def test_a_move_of_more_rows_than_a_delta_names_is_walked_anew_not_followed(
@@ -600,6 +600,111 @@ def test_a_move_of_more_rows_than_a_delta_names_is_walked_anew_not_followed(
         fresh = SessionManager.open(str(path))
         fresh.branch(moved_to)
         assert answer == _answer(fresh, top), moved_to
+
+
+@pytest.mark.parametrize("view", [("default", True, None), ("no-tools", False, None), ("default", True, "e")])
+def test_a_move_of_the_leaf_to_no_leaf_and_back_keeps_the_shape(
+    tmp_path: Path, view: tuple[str, bool, str | None]
+) -> None:
+    """pi/resetLeaf (no leaf: no path), the view's windows asked then, and pi/branch from there (to
+    an older entry, to the leaf before), pi/branchWithSummary from no leaf: the kept shape follows
+    each move, not walked anew, and answers as a fresh manager with the same leaf."""
+    path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
+    manager = SessionManager.open(str(path))
+    base = _flat(view)
+    leaf = manager.get_leaf_id()
+    older = manager.get_branch()[-7].id
+    _answer(manager, _leaf_levels(base, leaf, 3))
+    shape = methods_read._tree_shapes.kept(manager)
+    assert shape is not None
+    for moved_to in (None, older, None, leaf):
+        fresh = SessionManager.open(str(path))
+        for each in (manager, fresh):
+            each.reset_leaf() if moved_to is None else each.branch(moved_to)
+        ids = [older, leaf] if moved_to is None else []
+        assert _window_answers(manager, view, ids) == _window_answers(fresh, view, ids), moved_to
+        assert methods_read._tree_shapes.kept(manager) is shape, moved_to
+    manager.reset_leaf()
+    _window_answers(manager, view, [])
+    with_summary = manager.branch_with_summary(older, "went back")
+    fresh = SessionManager.open(str(path))
+    assert fresh.get_leaf_id() == with_summary
+    assert _window_answers(manager, view, [older]) == _window_answers(fresh, view, [older])
+    assert methods_read._tree_shapes.kept(manager) is shape
+    # a shape made while there is no leaf (no path known: the order of activeBranchFirst is learnt
+    # once there is one)
+    manager = SessionManager.open(str(path))
+    manager.reset_leaf()
+    _window_answers(manager, view, [older])
+    shape = methods_read._tree_shapes.kept(manager)
+    manager.branch(older)
+    fresh = SessionManager.open(str(path))
+    fresh.branch(older)
+    assert _window_answers(manager, view, [leaf]) == _window_answers(fresh, view, [leaf])
+    assert methods_read._tree_shapes.kept(manager) is shape
+
+
+def test_a_move_through_no_leaf_keeps_the_levels_above_the_fork(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pi/resetLeaf (the view's top list asked then, as an editor shows a session without a leaf),
+    then pi/branch to an older entry or back to the leaf: the levels down to the leaf before the
+    reset serve as for a move straight from it; those above the one that shows the entry branched
+    at are not walked or encoded again. The answers are a fresh server's."""
+    from pi_session_server.server import tree_view
+
+    path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
+    manager = SessionManager.open(str(path))
+    base = _flat(("default", True, None))
+    top = {**base, "chain": True, "offset": 0, "limit": 5}
+    leaf = manager.get_leaf_id()
+    levels = json.loads(_answer(manager, _leaf_levels(base, leaf, 3)))["levels"]
+    assert len(levels) >= 8
+    fork = levels[-2]["nodes"][-1]["id"]  # a row of the level above the leaf's
+    made: list[Any] = []
+    node = tree_view._TreeShape.node
+    monkeypatch.setattr(tree_view._TreeShape, "node", lambda self, n, *a: made.append(n) or node(self, n, *a))
+    for moved_to in (fork, leaf):
+        manager.reset_leaf()
+        fresh = SessionManager.open(str(path))
+        fresh.reset_leaf()
+        assert _answer(manager, top) == _answer(fresh, top)
+        made.clear()
+        manager.branch(moved_to)
+        fresh.branch(moved_to)
+        answer = _answer(manager, _leaf_levels(base, moved_to, 3))
+        assert 0 < len(made) <= 3 * 4, moved_to  # the last two levels' pages at most
+        assert answer == _answer(fresh, _leaf_levels(base, moved_to, 3)), moved_to
+
+
+@pytest.mark.parametrize("view", VIEWS, ids=[str(view) for view in VIEWS])
+def test_random_moves_through_no_leaf_answer_as_a_fresh_one(
+    tmp_path: Path, view: tuple[str, bool, str | None]
+) -> None:
+    """pi/resetLeaf, the view's top list asked then, and pi/branch to any entry (up the path, on
+    another branch, a silent turn, the leaf before): the levels down to the new leaf, kept from
+    those down to the leaf before the reset, are a fresh manager's."""
+    rng = random.Random(7)
+    path = _branchy_session(tmp_path / "followed.jsonl", turns=40)
+    manager = SessionManager.open(str(path))
+    base = _flat(view)
+    top = {**base, "chain": True, "offset": 0, "limit": 5}
+    ids = [entry.id for entry in manager.get_entries()]
+    _answer(manager, _leaf_levels(base, manager.get_leaf_id(), 3))
+    for _ in range(8):
+        before = manager.get_leaf_id()
+        target = rng.choice(
+            [before, *[entry.id for entry in manager.get_branch()][-12:], *rng.sample(ids, 3)]
+        )
+        manager.reset_leaf()
+        _answer(manager, top)
+        manager.branch(target)
+        fresh = SessionManager.open(str(path))
+        fresh.branch(target)
+        for limit in (3, 3, 2):
+            assert _answer(manager, _leaf_levels(base, target, limit)) == _answer(
+                fresh, _leaf_levels(base, target, limit)
+            ), (before, target)
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -1172,6 +1172,41 @@ test(':PiSessionView follows changes that come while a page is on its way; the t
   assert(ok, err)
 end)
 
+test('a move of the leaf by another view (pi/branch, told as pi/didChange leafMoved) is followed by the tree and the view', function()
+  local session = require('pi_session')
+  local state = require('pi_session.tree').state(tree_buf)
+  local leaf = session.request_sync(session_buf, 'pi/getLeaf', {}).leafId
+  local counted, stop_counting = count_tree_loads()
+  local requests, stop_recording = record_tree_requests()
+  local ok, err = pcall(function()
+    session.request(session_buf, 'pi/branch', { entryId = 'a0000002' }) -- (no callback: nothing else refreshes)
+    wait_lines(view_buf, function(_, t)
+      return t:find('Scanner split into two functions', 1, true) ~= nil
+        and not t:find('Appended while a page was on its way', 1, true)
+    end, 'the view: the path to the new leaf')
+    wait_lines(tree_buf, function(lines)
+      return vim.tbl_contains(lines, '│  * assistant: Scanner split into two functions  <- leaf')
+    end, 'the tree: the leaf marker on the new leaf')
+    vim.wait(TIMEOUT, function()
+      return not state.loading
+    end, 20)
+    eq(counted.loads, 0, 'the tree not loaded anew (a load asks pi/getInfo)')
+    eq(#requests, 1, 'one request: ' .. vim.inspect(requests))
+    eq({ type(requests[1].since), requests[1].aroundId }, { 'string', 'a0000002' }, 'asked what changed')
+  end)
+  stop_recording()
+  stop_counting()
+  -- back where it was, for the tests after this one
+  session.request(session_buf, 'pi/branch', { entryId = leaf })
+  wait_lines(view_buf, function(_, t)
+    return t:find('Appended while a page was on its way', 1, true) ~= nil
+  end, 'the view back on the leaf before')
+  vim.wait(TIMEOUT, function()
+    return not state.loading
+  end, 20)
+  assert(ok, err)
+end)
+
 test(':PiSessionView switches branches at a branch point with ]b and shows it', function()
   vim.api.nvim_set_current_win(vim.fn.win_findbuf(view_buf)[1])
   local lines = vim.api.nvim_buf_get_lines(view_buf, 0, -1, false)

@@ -86,6 +86,8 @@ class Extension {
   private followTimer: ReturnType<typeof setTimeout> | undefined;
   /** When the server stopped on its own lately (see serverStopped). */
   private crashes: number[] = [];
+  /** The moves of a leaf the server told (pi/didChange leafMoved): see branchHere. */
+  private leafMovesTold = 0;
   /** Files the user asked to see as text: a big one is then not sent to the viewer again. */
   readonly textWanted = new Set<string>();
   readonly contextDocuments = new ContextDocuments((params) =>
@@ -444,13 +446,17 @@ class Extension {
       );
       return;
     }
+    if (params.kind === 'leafMoved') this.leafMovesTold++;
     if (!changed) {
       void this.tree.refresh();
       return;
     }
     if (this.tree.uri && sameUri(this.wireUri(this.tree.uri), changed)) {
-      // entries appended (pi writing a turn): the tree takes in what changed, else it loads anew
-      void this.tree.refresh(params.kind === 'appended' && 'leafId' in params ? { id: params.leafId } : undefined);
+      // entries appended (pi writing a turn) or the leaf moved (Branch Here, another view's pi/branch):
+      // the tree takes in what changed, else (no leaf now, any other change) it loads anew
+      const moved = params.kind === 'appended' || params.kind === 'leafMoved';
+      const leaf = params.leafId;
+      void this.tree.refresh(moved && leaf !== undefined && leaf !== null ? { id: leaf } : undefined);
     }
     this.contextDocuments.sessionChanged((uri) => sameUri(uri, changed));
     this.viewer.sessionChanged((uri) => sameUri(uri, changed), (uri) => this.wireUri(uri));
@@ -525,10 +531,14 @@ class Extension {
     if (!target?.node) return;
     const entryId = idText(target.node.id);
     const wire = this.wireUri(target.uri);
+    const told = this.leafMovesTold;
     const result = await this.request<{ leafId?: string }>(Methods.branch, { uri: wire, entryId: target.node.id });
     vscode.window.setStatusBarMessage(`Pi Session: leaf is now ${result?.leafId ?? entryId}`, 5000);
     this.refreshCodeLenses(target.uri);
-    // the tree of that session takes in the move of its leaf (the rows whose marks changed), else loads anew
+    // the server told the move before its answer (pi/didChange leafMoved): the tree follows it already
+    if (this.leafMovesTold !== told) return;
+    // (a server that does not tell it) the tree of that session takes in the move of its leaf (the
+    // rows whose marks changed), else loads anew
     const shown = this.tree.uri !== undefined && sameUri(this.wireUri(this.tree.uri), wire);
     const leaf = result?.leafId;
     await this.tree.refresh(shown && leaf !== undefined && leaf !== null ? { id: leaf } : undefined);

@@ -1258,9 +1258,13 @@ export interface DidChangeParams {
    * not a session now; the session stays as it was in memory (an append goes on a line of its own
    * after the other text, as pi's would, and is reported as pi/foreignWriter), and reloaded follows
    * if a header comes back; a change that still leaves no header is told as rewriting again;
-   * deleted: the file is gone (the session stays in memory)
+   * deleted: the file is gone (the session stays in memory); leafMoved: a request moved the
+   * session's leaf (pi/branch, pi/resetLeaf, pi/branchWithSummary), told before its answer, so that
+   * every view of the session follows it, not only the one that asked: leafId is the leaf now
+   * (null: before the first entry), newEntryIds is empty (the entry pi/branchWithSummary wrote is
+   * the leaf; a request's own appends are not told)
    */
-  kind: 'appended' | 'deleted' | 'reloaded' | 'rewriting' | 'unreadable';
+  kind: 'appended' | 'deleted' | 'leafMoved' | 'reloaded' | 'rewriting' | 'unreadable';
   /** ids of the entries that are new (file order) */
   newEntryIds: unknown[];
   /** The leaf after the change (absent when undefined). */

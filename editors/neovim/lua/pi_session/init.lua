@@ -192,16 +192,24 @@ function M.branch()
     if not node then
       return vim.notify('pi-session: ' .. problem, vim.log.levels.ERROR)
     end
+    local tree = require('pi_session.tree')
+    local told = tree.leaf_moves_told
     M.request(bufnr, 'pi/branch', { entryId = node.id }, function(err, result)
+      -- (counted now: the notification told before the answer is handled before this callback)
+      local moved_told = tree.leaf_moves_told ~= told
       vim.schedule(function()
         if err then
           return vim.notify('pi-session: branch failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
         end
         local leaf = type(result) == 'table' and result.leafId or nil
         vim.notify('pi-session: the leaf is now ' .. id_text(leaf or node.id))
-        -- the trees of the session take in the move of its leaf (the rows whose marks changed)
-        require('pi_session.tree').refresh_for(bufnr, leaf ~= nil and leaf ~= vim.NIL and { id = leaf } or nil)
-        require('pi_session.view').refresh_for(bufnr)
+        -- the server told the move before its answer (pi/didChange leafMoved): the trees and views
+        -- of the session follow it already; else the trees take in the move of its leaf (the rows
+        -- whose marks changed), and the views show the path anew
+        if not moved_told then
+          tree.refresh_for(bufnr, leaf ~= nil and leaf ~= vim.NIL and { id = leaf } or nil)
+          require('pi_session.view').refresh_for(bufnr)
+        end
         -- the leaf's code lens moves with it
         if config.options.codelens ~= false then
           require('pi_session.attach').refresh_lenses(bufnr)

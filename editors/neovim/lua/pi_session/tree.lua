@@ -384,10 +384,16 @@ local function same_file(uri_a, uri_b)
 end
 M.same_file = same_file
 
+--- The moves of a leaf the server told (pi/didChange leafMoved): see :PiSessionBranch.
+M.leaf_moves_told = 0
+
 --- pi/didChange from the server: reload the trees of that session.
 function M.on_did_change(params)
   if type(params) ~= 'table' then
     return
+  end
+  if params.kind == 'leafMoved' then
+    M.leaf_moves_told = M.leaf_moves_told + 1
   end
   if params.kind == 'rewriting' then
     -- another program is writing the file again: the server keeps the session as it was and
@@ -409,8 +415,10 @@ function M.on_did_change(params)
   vim.schedule(function()
     for buf, state in pairs(trees) do
       if vim.api.nvim_buf_is_valid(state.source) and (params.uri == nil or same_file(vim.uri_from_bufnr(state.source), params.uri)) then
-        -- entries appended (pi writing a turn): the tree takes in what changed, else it loads anew
-        M.refresh(buf, false, params.kind == 'appended' and present(params.leafId) and { id = params.leafId } or nil)
+        -- entries appended (pi writing a turn) or the leaf moved (another view's pi/branch): the tree
+        -- takes in what changed, else (no leaf now, any other change) it loads anew
+        local moved = params.kind == 'appended' or params.kind == 'leafMoved'
+        M.refresh(buf, false, moved and present(params.leafId) and { id = params.leafId } or nil)
       end
     end
     require('pi_session.view').on_did_change(params)

@@ -662,12 +662,17 @@ function M.refresh_for(source)
   end
 end
 
---- pi/didChange: the totals again, and the new entries when the view follows the leaf.
+--- pi/didChange: the totals again, and the new entries when the view follows the leaf; after a
+--- move of the leaf (another view's pi/branch) the path to it anew, as after :PiSessionBranch.
 function M.on_did_change(params)
   for buf, state in pairs(views) do
     if vim.api.nvim_buf_is_valid(state.source) and (params.uri == nil or require('pi_session.tree').same_file(vim.uri_from_bufnr(state.source), params.uri)) then
       load_stats(buf)
-      follow(buf, #(params.newEntryIds or {}))
+      if params.kind == 'leafMoved' then
+        show(buf, state.start)
+      else
+        follow(buf, #(params.newEntryIds or {}))
+      end
     end
   end
 end

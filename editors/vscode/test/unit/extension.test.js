@@ -366,6 +366,21 @@ test('pi/didChange "appended" takes in the rows that changed from one levels req
   assert.ok(reloaded.includes('pi/getInfo') && !client.requests.slice(again).some((r) => r.params?.since !== undefined));
 });
 
+test('pi/didChange "leafMoved" (another view\'s pi/branch) takes in the move from one levels request', async (t) => {
+  const { api, client, server, restore } = await activated();
+  t.after(restore);
+  const asked = client.requests.length;
+  server.branch('a2');
+  client.notify('pi/didChange', { session: 's', uri: SESSION_URI, kind: 'leafMoved', newEntryIds: [], leafId: 'a2' });
+  await flush();
+  const sent = client.requests.slice(asked).filter((r) => r.method.startsWith('pi/'));
+  assert.deepEqual(
+    sent.map((r) => [r.method, r.params.since, r.params.aroundId]),
+    [['pi/getTree', '1', 'a2']],
+  );
+  assert.equal(api.tree.marker.node.id, 'a2');
+});
+
 test('pi/didChange "rewriting" waits for the file: no re-read, no error; the reload after it refreshes', async (t) => {
   const { client, state, restore } = await activated();
   t.after(restore);
@@ -442,6 +457,28 @@ test('Branch Here from a tree row sends pi/branch with its id, refreshes the tre
   assert.deepEqual(client.requests.find((r) => r.method === 'pi/branch').params, { uri: SESSION_URI, entryId: 'u2' });
   assert.ok(client.requests.filter((r) => r.method === 'pi/getTree').length > before);
   assert.equal(state.codeLensRefreshes, 1); // the leaf lens follows Branch Here
+});
+
+test('Branch Here with a server that tells the move (pi/didChange leafMoved before its answer) follows it once', async (t) => {
+  let client;
+  const server = makeTreeServer(ENTRIES, 'a3');
+  const tells = (method, params) => {
+    if (method !== 'pi/branch') return null;
+    server.branch(params.entryId);
+    client.notify('pi/didChange', { session: 's', uri: SESSION_URI, kind: 'leafMoved', newEntryIds: [], leafId: params.entryId });
+    return { leafId: params.entryId };
+  };
+  const activation = await activated({ server, other: tells });
+  client = activation.client;
+  t.after(activation.restore);
+  const roots = await children(activation.api);
+  const row = (await children(activation.api, roots[1]))[1]; // u2
+  const asked = client.requests.length;
+  await activation.state.commands.get('piSession.branchHere')(row, [row]);
+  await flush();
+  const trees = client.requests.slice(asked).filter((r) => r.method === 'pi/getTree');
+  assert.deepEqual(trees.map((r) => [r.params.since, r.params.aroundId]), [['1', 'u2']]);
+  assert.equal(activation.api.tree.marker.node.id, 'u2');
 });
 
 test('an entry named by {uri, entryId} is looked up alone (one node of pi/getTree), not in the whole tree', async (t) => {
