@@ -101,7 +101,9 @@ class FileChange(msgspec.Struct):
     # header yet, another program is writing it again in place (told once, when a look first finds
     # it so) | "unreadable": it has held still without a header for storage.UNREADABLE_AFTER seconds (a
     # shell's `>` left other text, an editor saved it with a byte order mark): it is not a session
-    # now. The session stays as it was in memory through both; "reloaded" follows a header's return
+    # now. The session stays as it was in memory through both; "reloaded" follows a header's return.
+    # (The server tells a request's move of the leaf in this shape too, as "leafMoved": never a
+    # refresh's.)
     kind: str
     new_entry_ids: list[Any] = msgspec.field(default_factory=list)
     leaf_id: Any = ABSENT
