@@ -290,6 +290,13 @@ def _line_of(info: LineInfo) -> int:
     return info.line
 
 
+def truncated_last_line(where: str) -> str:
+    """PI002's words for a last line without its newline whose JSON the parser ran out of
+    (``where``: where and why it stopped, ``at end of line: Unterminated string``); the commands that
+    show a session say them too."""
+    return f"truncated last line (no final newline, {where})"
+
+
 def _end_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
     """A truncated last line, or no newline at the end."""
     out: list[Diagnostic] = []
@@ -306,7 +313,7 @@ def _end_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
                     len(last.raw),
                     CODES[codes.TRUNCATED_LAST_LINE].severity,
                     codes.TRUNCATED_LAST_LINE,
-                    f"truncated last line (no final newline, {p.message.removeprefix('invalid JSON ')}); "
+                    f"{truncated_last_line(p.message.removeprefix('invalid JSON '))}; "
                     "pi skips it, and appends a newline when it opens the file",
                     related=(Related(last.line, start, start, "parsing stops here"),),
                 )

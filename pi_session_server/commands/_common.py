@@ -237,17 +237,11 @@ def appended_meanwhile(done: str, next_time: str, last_line_left: bool) -> str:
     return f"lines were appended while it was {done}; what it held at the start was {done}{left}"
 
 
-def truncated_last_line(parser_message: str) -> str:
-    """A last line without its newline whose JSON the parser ran out of (``check``'s PI002), in
-    ``check``'s words: ``parser_message`` is what JSON.parse said of it (``Unterminated string``)."""
-    return f"truncated last line (no final newline, at end of line: {parser_message})"
-
-
 def open_last_line_note(path: str, problem: LineProblem) -> str | None:
     """What to say on stderr of ``problem``, a skipped last line of ``path`` without its newline
     (:meth:`SessionManager.open_last_line`), when its JSON is cut short (the parser ran out of it,
     as ``check`` tells PI002 from PI001): :func:`appended_meanwhile` when the file went on past
-    it since (its writer was writing it), else :func:`truncated_last_line`. None for any other line
+    it since (its writer was writing it), else PI002's words. None for any other line
     (JSON that fails before its end, lines glued together): a skipped line like the others."""
     if problem.kind != "malformed" or not problem.message.startswith(_INVALID_JSON):
         return None
@@ -262,8 +256,11 @@ def open_last_line_note(path: str, problem: LineProblem) -> str | None:
         return None
     if len(data) > problem.length:
         return appended_meanwhile("read", "look", last_line_left=True)
+    from ..analysis.diagnostics import truncated_last_line
+
+    where = "at end of line: " + problem.message.removeprefix(_INVALID_JSON)
     return (
-        f"line {problem.line + 1}: {truncated_last_line(problem.message.removeprefix(_INVALID_JSON))};"
+        f"line {problem.line + 1}: {truncated_last_line(where)};"
         " pi skips it: a line its writer is writing, or one it stopped in"
     )
 
