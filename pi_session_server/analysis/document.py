@@ -358,13 +358,20 @@ def _pieces(
     ``run`` applied, in pieces, each with where it starts in the old text (None for a splice's
     data): the bytes between the splices, read from the file (``in_file``: where the lines lie in
     it) or the lines, and each splice's data, a streamed one chunk by chunk."""
-    length = sum(info.byte_length for info in old) + len(old) - 1
-    text = b"\n".join([info.raw for info in old]) if in_file is None else b""
+    starts = []  # of the lines in their text
+    length = -1
+    for info in old:
+        starts.append(length + 1)
+        length += info.byte_length + 1
 
     def between(start: int, end: int) -> bytes:
-        if in_file is None:
-            return text[start:end]
-        data = os.pread(in_file[0].file.fd, end - start, in_file[1] + start) if end > start else b""
+        if end <= start:
+            return b""
+        if in_file is None:  # from the lines that hold them (a splice's range is not read)
+            first, last = bisect.bisect_right(starts, start) - 1, bisect.bisect_right(starts, end - 1) - 1
+            text = b"\n".join([info.raw for info in old[first : last + 1]])
+            return text[start - starts[first] : end - starts[first]]
+        data = os.pread(in_file[0].file.fd, end - start, in_file[1] + start)
         if len(data) != end - start:
             raise StaleFileError(
                 "the file changed while it was read: another process truncated or rewrote it"
