@@ -1,10 +1,12 @@
 """A migration repaired without an editor is streamed: its plan holds no copy of the file's lines
 (the new text is made line by line as it is written), a dry run's second round reads it piece by
-piece, and what is written is, byte for byte, what pi's migration on open writes."""
+piece, and what is written is, byte for byte, what pi's migration on open writes. That open holds
+an object line's value, not its bytes too."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from pi_session_server.analysis.autofix import plan_repairs, spliced
 from pi_session_server.analysis.document import SessionDocument, Splice, StreamedData
 from pi_session_server.analysis.repairs import migrated_chunks, migrated_text
 from pi_session_server.cli import main
+from pi_session_server.session.loader import load_exact
 from pi_session_server.session.manager import SessionManager
 
 KIT_FIXTURES = reference_locations.conformance_kit() / "fixtures"
@@ -146,3 +149,27 @@ def test_a_migration_written_by_repair_is_what_an_open_writes(
     capsys.readouterr()
     assert out.read_bytes() == opened.read_bytes() != data
     assert in_place.read_bytes() == opened.read_bytes()
+
+
+def test_a_migrating_load_holds_an_objects_value_not_its_bytes(tmp_path: Path) -> None:
+    """pi's open of an old file parses every line: an object's line keeps its value (rewritten, made
+    an entry), not its bytes beside it; a line that is no object keeps its bytes, which the
+    rewrite writes as they are."""
+    path = _version_2(tmp_path)
+    with path.open("ab") as file:
+        file.write(b"not json\n42\n")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        exact = load_exact(fd)
+    finally:
+        os.close(fd)
+    objects = [raw for raw in exact.lines if isinstance(raw.value, dict)]
+    assert len(objects) == 51 and all(raw.data == b"" for raw in objects)
+    assert [raw.data for raw in exact.lines if not isinstance(raw.value, dict)] == [b"not json", b"42"]
+    opened = tmp_path / "opened.jsonl"
+    shutil.copyfile(path, opened)
+    SessionManager.open(str(opened), index=False)
+    out = tmp_path / "out.jsonl"
+    main(["repair", "--codes", codes.OLD_VERSION, "-o", str(out), str(path)])
+    assert opened.read_bytes() == out.read_bytes()
+    assert opened.read_bytes().endswith(b"\nnot json\n42\n")
