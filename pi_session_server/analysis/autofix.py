@@ -31,7 +31,7 @@ from ..session.profiles import DEFAULT_PI, PiVersion
 from ..session.rewrites import FileState, replace_in_place
 from . import codes
 from .diagnostics import TREE_CODES
-from .document import BOM_BYTES, SessionDocument, Splice, utf8_of_marked
+from .document import BOM_BYTES, SessionDocument, Splice, StreamedData, utf8_of_marked
 from .repairs import Repair, TextEdit, repairs_counting
 
 #: repairs that lose nothing and change no entry's meaning: applied unless other codes are chosen
@@ -122,7 +122,7 @@ def _planned(doc: SessionDocument, chosen: Iterable[str], path: str | None, cwd:
         if repair.on_disk:
             plan.on_disk.append(repair)
             continue
-        splices = tuple(sorted(_splice(e, starts) for e in repair.edits()))
+        splices = _splices_of(repair, starts)
         if not splices or splices in seen:
             continue
         if any(taken.overlaps(s) for s in splices):
@@ -155,6 +155,17 @@ def _one_per_problem(
         if known is None or (repair.preferred and not known.preferred):
             by_problem[problem] = repair
     return list(by_problem.values()), Counter(code for code, _ in others)
+
+
+def _splices_of(repair: Repair, starts: list[int]) -> tuple[Splice, ...]:
+    """The splices of ``repair``'s edits, in order; a streamed edit's data made as it is written
+    (a migration's new text is as long as the file: the plan does not hold it)."""
+    if repair.streamed is not None:
+        streamed = repair.streamed()
+        edit = streamed.edit
+        start, end = starts[edit.start_line] + edit.start, starts[edit.end_line] + edit.end
+        return (Splice(start, end, StreamedData(streamed.chunks)),)
+    return tuple(sorted(_splice(e, starts) for e in repair.edits()))
 
 
 def _splice(edit: TextEdit, starts: list[int]) -> Splice:
@@ -209,8 +220,11 @@ def spliced(fd: int, size: int, splices: list[Splice]) -> Iterator[bytes]:
     position = 0
     for s in splices:
         yield from _copy(fd, position, s.start)
-        if s.data:
-            yield s.data
+        if isinstance(s.data, bytes):
+            if s.data:
+                yield s.data
+        else:
+            yield from s.data
         position = s.end
     yield from _copy(fd, position, size)
 

@@ -80,13 +80,26 @@ def _char_boundary(raw: bytes, offset: int) -> int:
     return offset
 
 
+class StreamedData:
+    """A splice's data made in chunks as it is written (a migration's new text, as long as the
+    file), so that no plan holds it whole: made again each time it is iterated."""
+
+    __slots__ = ("_make",)
+
+    def __init__(self, make: Callable[[], Iterable[bytes]]) -> None:
+        self._make = make
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._make())
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class Splice:
     """Replace bytes ``start:end`` of the text (of the file) with ``data``."""
 
     start: int
     end: int
-    data: bytes
+    data: bytes | StreamedData
 
 
 #: a line's place in a text is one int: its offset above these bits, its length in them (one int
@@ -336,6 +349,75 @@ def _file_place(lines: list[LineInfo], ranges: dict[int, _FileRanges]) -> tuple[
     if reader is None:
         reader = ranges[id(source)] = _FileRanges(source)
     return reader, source.starts[place]
+
+
+def _pieces(
+    old: list[LineInfo], run: list[Splice], offset: int, in_file: tuple[_FileRanges, int] | None
+) -> Iterator[tuple[bytes, int | None]]:
+    """The text of the lines ``old`` (the first at ``offset`` in the text) with the splices
+    ``run`` applied, in pieces, each with where it starts in the old text (None for a splice's
+    data): the bytes between the splices, read from the file (``in_file``: where the lines lie in
+    it) or the lines, and each splice's data, a streamed one chunk by chunk."""
+    starts = []  # of the lines in their text
+    length = -1
+    for info in old:
+        starts.append(length + 1)
+        length += info.byte_length + 1
+
+    def between(start: int, end: int) -> bytes:
+        if end <= start:
+            return b""
+        if in_file is None:  # from the lines that hold them (a splice's range is not read)
+            first, last = bisect.bisect_right(starts, start) - 1, bisect.bisect_right(starts, end - 1) - 1
+            text = b"\n".join([info.raw for info in old[first : last + 1]])
+            return text[start - starts[first] : end - starts[first]]
+        data = os.pread(in_file[0].file.fd, end - start, in_file[1] + start)
+        if len(data) != end - start:
+            raise StaleFileError(
+                "the file changed while it was read: another process truncated or rewrote it"
+            )
+        return data
+
+    position = 0
+    for splice in run:
+        start = splice.start - offset
+        yield between(position, start), position
+        if isinstance(splice.data, bytes):
+            yield splice.data, None
+        else:
+            for chunk in splice.data:
+                yield chunk, None
+        position = splice.end - offset
+    yield between(position, length), position
+
+
+def _lines_of(pieces: Iterable[tuple[bytes, int | None]]) -> Iterator[tuple[bytes, int | None]]:
+    """The lines of a text given in ``pieces`` (as :func:`_pieces` gives them), each with where it
+    starts in the old text when its bytes are one run of it (else None: a splice's bytes are among
+    them, or its bytes are on both sides of a splice's range)."""
+    held: list[bytes] = []  # the pieces of the line being assembled
+    old_start: int | None = None
+    old_end = 0  # where the run of the old text that line holds ends
+    for piece, at in pieces:
+        for n, part in enumerate(piece.split(b"\n")):
+            if n:  # a line break: the line held so far is whole
+                yield b"".join(held), old_start if held else None
+                held = []
+                if at is not None:
+                    at += 1
+            if not part:
+                continue
+            if at is None:
+                old_start = None
+            elif not held:
+                old_start = at
+            elif old_start is not None and old_end != at:
+                old_start = None
+            if at is not None:
+                at += len(part)
+                old_end = at
+            held.append(part)
+    yield b"".join(held), old_start if held else None
 
 
 def _counted_from_one(line: int) -> int:
@@ -733,48 +815,22 @@ class SessionDocument:
     ) -> list[LineInfo]:
         """The lines ``old`` (consecutive, the first at ``offset`` in the text; ``in_file``: where
         they lie in their file, see :func:`_file_place`) become with the splices ``run`` applied,
-        each scanned as a load scans it."""
-        length = sum(info.byte_length for info in old) + len(old) - 1
-        if in_file is not None:
-            text = os.pread(in_file[0].file.fd, length, in_file[1]) if length else b""
-        else:
-            text = b"\n".join([info.raw for info in old])
-        if len(text) != length:
-            raise StaleFileError(
-                "the file changed while it was read: another process truncated or rewrote it"
-            )
-        parts: list[bytes] = []
-        # where each splice's data lands in the new text, and how much longer the text is before it
-        landed: list[tuple[int, int, int]] = []
-        position = grown = 0
-        for splice in run:
-            start = splice.start - offset
-            parts += (text[position:start], splice.data)
-            landed.append((start + grown, start + grown + len(splice.data), grown))
-            grown += len(splice.data) - (splice.end - splice.start)
-            position = splice.end - offset
-        parts.append(text[position:])
+        each scanned as a load scans it. The new text is gone through piece by piece (the bytes
+        between the splices, each splice's data), never joined whole: a migration's splice is as
+        long as the file."""
         errors = self.errors
         found: list[LineInfo] = []
-        shift = k = line_start = 0
-        for raw in b"".join(parts).split(b"\n"):
-            line_end = line_start + len(raw)
-            while k < len(landed) and landed[k][1] <= line_start:
-                k += 1
-                shift = landed[k][2] if k < len(landed) else grown
+        for raw, old_start in _lines_of(_pieces(old, run, offset, in_file)):
             if offset == 0 and not found:  # the text's first line keeps its bytes, as a load's does
                 info = scan_line(raw, errors, first=raw.startswith(BOM_BYTES))
-            elif in_file is not None and raw and (k == len(landed) or landed[k][0] >= line_end):
+            elif in_file is not None and raw and old_start is not None:
                 # bytes of the file, none of a splice's: read from there again when asked
                 info = scan_line(raw, errors, keep_timestamp=False)
                 info.__class__ = FileLineInfo
-                cast(FileLineInfo, info).keep_place(
-                    in_file[0], _text_place(in_file[1] + line_start - shift, len(raw))
-                )
+                cast(FileLineInfo, info).keep_place(in_file[0], _text_place(in_file[1] + old_start, len(raw)))
             else:
                 info = scan_line(raw, errors)
             found.append(info)
-            line_start = line_end + 1
         return found
 
     def _clamped_range(

@@ -16,7 +16,7 @@ import base64
 import binascii
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -28,7 +28,12 @@ from ..format.jstext import is_js_blank
 from ..format.jsvalue import ABSENT, get, strict_equal
 from ..format.records import ENTRY_TYPES
 from ..session.environment import current
-from ..session.migrate import migrate_to_current_version
+from ..session.migrate import (
+    migrate_to_current_version,
+    migrate_value,
+    migrates_each_value_alone,
+    session_version,
+)
 from . import codes
 from . import lines as L
 from .diagnostics import Diagnostic, file_diagnostics, glued_entries, problem_span, reported_problems
@@ -57,6 +62,15 @@ class ImageExtraction:
     edit: TextEdit
 
 
+@dataclass(frozen=True, slots=True)
+class StreamedEdit:
+    """A text edit whose new text comes in chunks of UTF-8 (``edit.new_text`` is empty), made
+    again each time ``chunks`` is called."""
+
+    edit: TextEdit
+    chunks: Callable[[], Iterator[bytes]]
+
+
 @dataclass(slots=True)
 class Repair:
     title: str
@@ -75,6 +89,10 @@ class Repair:
     # its edits give back entries pi skipped inside lines glued together: the tree changes, and
     # with it the problems of other entries (a parent found, a tool call on the path again)
     restores_entries: bool = False
+
+    # its one edit, the new text made in chunks as they are written (a migration's, as long as the
+    # file): for a writer that need not hold it whole; edits() gives the same edit as text
+    streamed: Callable[[], StreamedEdit] | None = field(default=None, repr=False)
 
     def edits(self) -> list[TextEdit]:
         return self.make_edits()
@@ -344,6 +362,7 @@ def _file_repairs(doc: SessionDocument, d: Diagnostic, path: str | None, cwd: st
                 line,
                 lambda: [migration_edit(doc)],
                 key=(d.code,),
+                streamed=lambda: StreamedEdit(migration_range(doc), lambda: migrated_chunks(doc)),
             )
         ]
     return []
@@ -409,8 +428,54 @@ def migrated_text(doc: SessionDocument) -> str:
     """The file as pi's migration rewrite leaves it, with D7: file entries re-serialized after
     migration, other non-blank lines (malformed, non-objects, falsy values) kept verbatim in place,
     JS-blank lines dropped."""
-    slots: list[tuple[str, Any]] = []  # ("value", index into kept) or ("text", verbatim line)
-    kept: list[Any] = []
+    return "".join(migrated_lines(doc))
+
+
+def migrated_lines(doc: SessionDocument) -> Iterator[str]:
+    """The lines of :func:`migrated_text`, each with its line break, made one at a time. From
+    version 2 every value migrates alone, so one is parsed at a time: a session of any size is
+    migrated in little memory. A version 1 file's values are parsed together (an entry's id and
+    parent depend on the others')."""
+    version = session_version(value for kind, value in _migration_slots(doc) if kind == _VALUE)
+    if not migrates_each_value_alone(version):
+        yield from _migrated_together(doc)
+        return
+    for kind, item in _migration_slots(doc, parse_kept_non_objects=False):
+        if kind == _VALUE:
+            migrate_value(item, version)
+            yield dumps(item) + "\n"
+        else:
+            yield item + "\n"
+
+
+def migrated_chunks(doc: SessionDocument) -> Iterator[bytes]:
+    """:func:`migrated_lines` in UTF-8, a MB or so at a time (a writer's chunks)."""
+    chunk: list[bytes] = []
+    size = 0
+    for line in migrated_lines(doc):
+        data = line.encode("utf-8", "surrogatepass")
+        chunk.append(data)
+        size += len(data)
+        if size >= _MIGRATED_CHUNK:
+            yield b"".join(chunk)
+            chunk, size = [], 0
+    if chunk:
+        yield b"".join(chunk)
+
+
+_MIGRATED_CHUNK = 1024 * 1024
+
+# what a line of a file is to its migration: a value to migrate and write again, a text written as
+# it is, or a text written as it is whose value counts as a version 1 position (D3)
+_VALUE, _TEXT, _KEPT_TEXT = "value", "text", "kept text"
+
+
+def _migration_slots(
+    doc: SessionDocument, *, parse_kept_non_objects: bool = True
+) -> Iterator[tuple[str, Any]]:
+    """Each non-blank line of ``doc`` as its migration takes it, in order: (_VALUE, its value) for
+    an object line, else (_TEXT, its text), or (_KEPT_TEXT, (its text, its value)) for a non-object
+    pi keeps (with ``parse_kept_non_objects``: only a version 1 migration counts them)."""
     lines = doc.lines
     count = len(lines) - (1 if lines and lines[-1].raw == b"" else 0)
     for info in lines[:count]:
@@ -421,27 +486,41 @@ def migrated_text(doc: SessionDocument) -> str:
             continue
         if info.kind in (L.HEADER, L.ENTRY):
             try:
-                value = parse(text)
+                yield _VALUE, parse(text)
             except JsonSyntaxError:  # cannot happen for an object line; keep it verbatim
-                slots.append(("text", text))
-                continue
-            slots.append(("value", len(kept)))
-            kept.append(value)
-        elif info.kind == L.NON_OBJECT and info.kept:
-            kept.append(parse(text))  # counts as a v1 position (D3) but is written verbatim
-            slots.append(("text", text))
+                yield _TEXT, text
+        elif info.kind == L.NON_OBJECT and info.kept and parse_kept_non_objects:
+            yield _KEPT_TEXT, (text, parse(text))
         else:
-            slots.append(("text", text))
+            yield _TEXT, text
+
+
+def _migrated_together(doc: SessionDocument) -> Iterator[str]:
+    """:func:`migrated_lines` of a file whose values are migrated together (version 1)."""
+    slots: list[tuple[str, Any]] = []  # (_VALUE, index into kept) or (_TEXT, verbatim line)
+    kept: list[Any] = []
+    for kind, item in _migration_slots(doc):
+        if kind == _VALUE:
+            slots.append((_VALUE, len(kept)))
+            kept.append(item)
+        elif kind == _KEPT_TEXT:
+            kept.append(item[1])  # counts as a v1 position (D3) but is written verbatim
+            slots.append((_TEXT, item[0]))
+        else:
+            slots.append((_TEXT, item))
     migrate_to_current_version(kept, file_values=True)
-    out = []
     for kind, item in slots:
-        out.append(dumps(kept[item]) if kind == "value" else item)
-    return "".join(line + "\n" for line in out)
+        yield (dumps(kept[item]) if kind == _VALUE else item) + "\n"
 
 
 def migration_edit(doc: SessionDocument) -> TextEdit:
+    return replace(migration_range(doc), new_text=migrated_text(doc))
+
+
+def migration_range(doc: SessionDocument) -> TextEdit:
+    """What a migration replaces, the whole text (with no new text: see :func:`migrated_chunks`)."""
     last = doc.line_count - 1
-    return TextEdit(0, 0, last, len(doc.lines[last].raw), migrated_text(doc))
+    return TextEdit(0, 0, last, len(doc.lines[last].raw), "")
 
 
 # --------------------------------------------------------------------------------------------
@@ -934,9 +1013,12 @@ __all__ = [
     "Found",
     "ImageExtraction",
     "Repair",
+    "StreamedEdit",
     "TextEdit",
     "header_for",
     "image_plan",
+    "migrated_chunks",
+    "migrated_lines",
     "migrated_text",
     "nearest_surviving_ancestor",
     "problem_span",

@@ -152,7 +152,7 @@ class ExactLoad(msgspec.Struct):
     """Every physical line classified, as the reference's loader keeps them (for migration rewrites)."""
 
     values: list[Any]  # every kept value (non-objects included: v1 positions count them)
-    lines: list[RawLine]  # non-blank physical lines, in order
+    lines: list[RawLine]  # non-blank physical lines, in order (an object's without its bytes: its value)
     needs_newline: bool
     physical_lines: int = 0  # every line of the file as read, blank ones included
 
@@ -189,6 +189,8 @@ def load_exact(fd: int) -> ExactLoad:
             lines.append(raw)
             if raw.kind == "kept":
                 values.append(raw.value)
+                if isinstance(raw.value, dict):
+                    raw.data = b""  # its value is what is used (rewritten, made an entry): not held twice
     except OSError as err:
         raise fs_error_from_oserror(err, "read", None) from err
     return ExactLoad(values, lines, needs_newline, line_no + 1)

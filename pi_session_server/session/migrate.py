@@ -14,6 +14,7 @@ changed under it) changes no id. Like pi's they are 8 hex digits.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from ..errors import ValueTypeError, cannot_read_property
@@ -26,7 +27,7 @@ def _type_of(value: Any) -> Any:
     return value.get("type", ABSENT) if isinstance(value, dict) else ABSENT
 
 
-def session_version(entries: list[Any]) -> float:
+def session_version(entries: Iterable[Any]) -> float:
     """The version the migration decision uses: the first ``session`` value's, 1 when absent/null."""
     for value in entries:
         if _type_of(value) == "session":
@@ -57,6 +58,22 @@ def migrate_to_current_version(entries: list[Any], file_values: bool = False) ->
         if version < 3:
             _migrate_v2_to_v3(entries)
     return True
+
+
+def migrates_each_value_alone(version: float) -> bool:
+    """Whether the migration from ``version`` (:func:`session_version`) changes each value whatever
+    the others hold, so that a file's values can be migrated one at a time (:func:`migrate_value`):
+    from version 2 on, or a version that is not a number (nothing changes). From version 1 an
+    entry's id and parent depend on the others'."""
+    return not version < 2
+
+
+def migrate_value(value: Any, version: float) -> None:
+    """Migrate in place one value of a file whose :func:`session_version` is ``version`` (one that
+    :func:`migrates_each_value_alone`), as :func:`migrate_to_current_version` migrates it among
+    the file's others."""
+    if 2 <= version < CURRENT_SESSION_VERSION:
+        _migrate_v2_to_v3([value])
 
 
 def migrate_session_entries(entries: list[Any]) -> None:

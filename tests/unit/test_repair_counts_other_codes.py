@@ -100,7 +100,10 @@ def _plans(path: Path) -> Iterator[Any]:
         plan = plan_repairs(doc, chosen, str(path))
         yield (
             plan.others,
-            plan.splices(),
+            [
+                (s.start, s.end, s.data if isinstance(s.data, bytes) else b"".join(s.data))
+                for s in plan.splices()
+            ],
             [p.repair.key for p in plan.applied],
             [r.key for r in plan.deferred],
         )
