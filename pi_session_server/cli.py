@@ -295,11 +295,32 @@ def _ctrl_c_raises_again() -> None:
     """Hand Ctrl-C back to Python (KeyboardInterrupt, which :func:`main` catches) as the command
     starts, where the console script (console.py) had it end the process by the signal until then.
     (Python starts with its own handler, or with Ctrl-C ignored, which stays so: a handler left to
-    the system's default is the console script's.)"""
+    the system's default is the console script's.) msgspec, not imported yet, will be imported
+    after datetime (:class:`_DatetimeBeforeMsgspec`)."""
     import signal
 
     if signal.getsignal(signal.SIGINT) is signal.SIG_DFL:
+        if "msgspec" not in sys.modules:
+            sys.meta_path.insert(0, _DatetimeBeforeMsgspec())
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+class _DatetimeBeforeMsgspec:
+    """An import finder that imports datetime as msgspec starts to import, and finds nothing.
+
+    msgspec's C module, as it starts, imports datetime for its C API and does not check that it
+    got it: a KeyboardInterrupt raised in that import is lost, msgspec imports without that API,
+    and the first decoder a command builds crashes the process (SIGSEGV, no message). Imported
+    first, datetime is already there for msgspec, whose lookup of it then runs no Python code for
+    a Ctrl-C to interrupt; a Ctrl-C that comes as datetime imports here is a KeyboardInterrupt as
+    anywhere else. (Not imported as every command starts: one that prints a kept view imports
+    neither msgspec nor datetime.)"""
+
+    def find_spec(self, name: str, path: object, target: object = None) -> None:  # noqa: ARG002 - a finder's signature
+        # (it stays in sys.meta_path: the import system goes through that list as it asks this)
+        if name == "msgspec":
+            import datetime  # noqa: F401
+        return None
 
 
 def _interrupted_in_a_finalizer_ends_the_process() -> None:

@@ -2,7 +2,8 @@
 modules) ends the process by SIGINT without a traceback (docs/CLI.md: status 130 in a shell), as a
 Ctrl-C later does. Each moment is a real SIGINT sent to a real process, as the k-th module of the
 package starts to import; the process runs what pip's console script for ``pi-session`` runs
-(the entry point pyproject names), or ``python -m pi_session_server``."""
+(the entry point pyproject names), or ``python -m pi_session_server``. A Ctrl-C as msgspec starts
+(after Ctrl-C is handed back to Python) stops the command as quietly, and does not crash it."""
 
 from __future__ import annotations
 
@@ -89,3 +90,50 @@ def test_a_ctrl_c_as_the_command_starts_ends_it_by_the_signal_without_a_tracebac
     for moment in moments:
         done = _run(start(), moment, *command, example)  # type: ignore[operator]
         assert (moment, done.returncode, done.stderr) == (moment, -signal.SIGINT, "")
+
+
+# The console script with a SIGINT as datetime starts to import, which msgspec's C module imports
+# as it starts, and nothing of the package before the command runs: the Ctrl-C comes as Python's
+# KeyboardInterrupt (the hook says whether it does), inside msgspec's import.
+_INTERRUPT_AS_DATETIME_IMPORTS = """
+import os, signal, sys
+from importlib.abc import MetaPathFinder
+
+class InterruptAtImport(MetaPathFinder):
+    sent = False
+
+    def find_spec(self, name, path, target=None):
+        if name == "datetime" and not self.sent:
+            self.sent = True
+            raises = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+            print("interrupted", "raising" if raises else "not raising", file=sys.stderr, flush=True)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, InterruptAtImport())
+"""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["stats", "--no-index", "EXAMPLE"], id="pi-session stats"),
+        pytest.param(["serve"], id="pi-session serve", marks=pytest.mark.slow),
+    ],
+)
+def test_a_ctrl_c_as_msgspec_starts_ends_the_command_by_the_signal_not_by_a_crash(command: list[str]) -> None:
+    """msgspec's C module loses a KeyboardInterrupt raised as it imports datetime, and the first
+    decoder built after crashed the process (SIGSEGV, no message). Here the command stops by the
+    Ctrl-C, which came as a KeyboardInterrupt, the hook's line the only thing on stderr."""
+    example = str(ROOT / "pi_session_server" / "examples" / "example-session.jsonl")
+    _, lines = _console_script()
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPT_AS_DATETIME_IMPORTS + lines]
+        + [example if arg == "EXAMPLE" else arg for arg in command],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(ROOT),
+    )
+    assert (done.returncode, done.stderr) == (-signal.SIGINT, "interrupted raising\n")
