@@ -28,6 +28,7 @@ from pi_session_server.errors import PiVersionError
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager, build_session_context
 from pi_session_server.session.describe import preview_of
+from pi_session_server.session.releases import RELEASES
 
 VECTORS = Path(__file__).resolve().parents[1] / "conformance" / "vectors"
 REAL_160 = sorted((VECTORS / "fixtures" / "real-1.6.0").glob("*.jsonl"))
@@ -423,6 +424,20 @@ def test_the_outline_names_edits_as_pi_1_6_0_s_tree_selector_does() -> None:
     assert names[4] == "[context omit: r]" and names[5] == "[context replace: r]"
     for n in (4, 5, 6, 7):
         assert names[n] == preview_of(json.loads(doc.lines[n].raw), {})  # the CLI tree's text
+
+
+def test_the_unknown_version_remedy_holds_for_every_release() -> None:
+    """PI016's remedy names every release this tool knows and the version each of them writes: the
+    one in the headers pi 1.6.0 wrote, and the one the library writes under either release."""
+    fix = codes.CODES[codes.UNKNOWN_VERSION].fix
+    written = {json.loads(path.read_text(encoding="utf-8").splitlines()[0])["version"] for path in REAL_160}
+    for release in RELEASES:
+        header = SessionManager.in_memory("/proj", pi=release).get_header()
+        assert header is not None
+        written.add(header["version"])
+        assert release in fix
+    (version,) = written
+    assert fix.startswith(f"Set `version` to {version} if pi ")
 
 
 def _context(entries: list[dict[str, Any]], tip: str) -> str:
