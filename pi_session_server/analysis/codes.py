@@ -8,6 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
+from ..session.migrate import CURRENT_SESSION_VERSION
+from ..session.releases import RELEASES
+
 
 class Severity(IntEnum):
     """Same numbering as LSP's DiagnosticSeverity."""
@@ -26,6 +29,9 @@ class Code:
     meaning: str
     fix: str
 
+
+_VERSION = CURRENT_SESSION_VERSION  # what every release in RELEASES writes
+_KNOWN_RELEASES = " or ".join(RELEASES)  # as a remedy names them: "0.86.1 or 1.6.0"
 
 # line level
 INVALID_JSON = "PI001"
@@ -158,8 +164,9 @@ CODES: dict[str, Code] = {
             UNKNOWN_VERSION,
             W,
             "Unknown format version",
-            "The header's `version` is not a number this tool knows (not numeric, or newer than 3). A non-numeric version makes pi rewrite the file unchanged; a newer one may hold entries this version misreads.",
-            "Set `version` to 3 if the file was written by pi 0.86 or earlier.",
+            f"The header's `version` is not a number this tool knows (not numeric, or newer than {_VERSION}). A non-numeric version makes pi rewrite the file unchanged; a newer one may hold entries this version misreads.",
+            f"Set `version` to {_VERSION} if pi {_KNOWN_RELEASES} wrote the file: every release this tool knows writes version {_VERSION}. "
+            f"A file written by a pi from before version {_VERSION} takes the version that pi wrote: 2, or no `version` for version 1 (pi then migrates it).",
         ),
         Code(
             NOT_UTF8,

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..format.jsvalue import get, index_key, js_string_of, truthy
 from ..render.editor_text import markdown_plain
+from ..session.profiles import Profile
 from ..session.projection import EDITABLE_ROLES, edit_target_role
 from . import codes
 from .document import SessionDocument
@@ -38,6 +39,13 @@ class EditEffect:
     text: str  # a sentence (Markdown), for hovers
     target: LineInfo | None  # the entry it edits, when that is above it on its branch
     on_target: str  # a few words, for hints and hovers on the target
+
+
+def ignored_by(profile: Profile) -> str | None:
+    """What ``profile``'s release does with a ``context_edit`` line when it knows no context edits,
+    in the words every feature uses for it (hints, lenses, hovers, the outline); None when it
+    applies them."""
+    return None if profile.context_edits else f"pi {profile.version} ignores context edits"
 
 
 def edits_of(doc: SessionDocument, target: LineInfo) -> list[LineInfo]:
@@ -299,10 +307,11 @@ def _unusable(doc: SessionDocument, edit: LineInfo) -> EditEffect | None:
     """Why ``edit`` cannot work whatever it names: a release without edits, a malformed edit, a
     version 1 file, a target id that is no string; None when none of these holds."""
     profile = doc.profile
-    if not profile.context_edits:
+    ignored = ignored_by(profile)
+    if ignored is not None:
         return _no_effect(
             f"pi {profile.version} does not know `context_edit` entries; it keeps the line as a tree node",
-            f"pi {profile.version} ignores context edits",
+            ignored,
         )
     if is_malformed(edit):
         problem = next(p for p in edit.problems if p.code == codes.MALFORMED_CONTEXT_EDIT)

@@ -22,6 +22,7 @@ from ..session.describe import preview_part
 from . import lines as L
 from . import links
 from .document import SessionDocument
+from .edits import ignored_by
 from .jsonpath import value_span
 from .lines import LineInfo
 from .positions import text_end
@@ -54,10 +55,14 @@ def symbol_kind(info: LineInfo) -> str:
 
 def symbol_name(doc: SessionDocument, info: LineInfo, raw: bytes | None = None) -> str:
     """The entry as the outline names it: the preview of :func:`.preview.quick_preview`, and a
-    context edit as pi 1.6.0's tree selector shows it (``[context omit: <targetId>]``). ``raw``: the
-    line's bytes when the caller has them (a line of a file is read again each time they are asked
-    for)."""
+    context edit as pi 1.6.0's tree selector shows it (``[context omit: <targetId>]``), or under a
+    release without context edits as the unknown entry type it is there, with what that release
+    does with it (``[context_edit]: pi 0.86.1 ignores context edits``). ``raw``: the line's bytes
+    when the caller has them (a line of a file is read again each time they are asked for)."""
     if info.etype == "context_edit":
+        ignored = ignored_by(doc.profile)
+        if ignored is not None:
+            return f"{quick_preview(info, 60, raw)}: {ignored}"
         part = preview_part(full_value(info, doc.errors))
         if isinstance(part, str):
             return part

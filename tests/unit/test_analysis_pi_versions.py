@@ -28,6 +28,7 @@ from pi_session_server.errors import PiVersionError
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager, build_session_context
 from pi_session_server.session.describe import preview_of
+from pi_session_server.session.releases import RELEASES
 
 VECTORS = Path(__file__).resolve().parents[1] / "conformance" / "vectors"
 REAL_160 = sorted((VECTORS / "fixtures" / "real-1.6.0").glob("*.jsonl"))
@@ -409,20 +410,47 @@ def test_go_to_definition_and_references_through_target_id() -> None:
     assert doc.lines[1].raw[target.start : target.end] == b'"u"'
 
 
+def _outline_names(symbols: list[Symbol]) -> dict[int, str]:
+    """Each symbol's name by its line, nested ones too."""
+    out: dict[int, str] = {}
+    for s in symbols:
+        out[s.line] = s.name
+        out.update(_outline_names(s.children))
+    return out
+
+
 def test_the_outline_names_edits_as_pi_1_6_0_s_tree_selector_does() -> None:
     doc = edits_doc()
-
-    def flat(symbols: list[Symbol]) -> dict[int, str]:
-        out: dict[int, str] = {}
-        for s in symbols:
-            out[s.line] = s.name
-            out.update(flat(s.children))
-        return out
-
-    names = flat(document_symbols(doc))
+    names = _outline_names(document_symbols(doc))
     assert names[4] == "[context omit: r]" and names[5] == "[context replace: r]"
     for n in (4, 5, 6, 7):
         assert names[n] == preview_of(json.loads(doc.lines[n].raw), {})  # the CLI tree's text
+
+
+def test_the_outline_says_pi_0_86_1_ignores_edits_in_the_words_of_the_hints() -> None:
+    """Not pi 1.6.0's ``[context omit: r]``: under 0.86.1 the line is an unknown entry type that
+    changes nothing, and the outline says so as the inlay hint on the line does."""
+    old = edits_doc("0.86.1")
+    names = _outline_names(document_symbols(old))
+    hints = {h.line: h.label for h in inlay_hints(old)}
+    for n in (4, 5, 6, 7):
+        assert names[n] == "[context_edit]: pi 0.86.1 ignores context edits"
+        assert "no effect: pi 0.86.1 ignores context edits" in hints[n]
+    assert _outline_names(document_symbols(edits_doc()))[4] == "[context omit: r]"  # 1.6.0 unchanged
+
+
+def test_the_unknown_version_remedy_holds_for_every_release() -> None:
+    """PI016's remedy names every release this tool knows and the version each of them writes: the
+    one in the headers pi 1.6.0 wrote, and the one the library writes under either release."""
+    fix = codes.CODES[codes.UNKNOWN_VERSION].fix
+    written = {json.loads(path.read_text(encoding="utf-8").splitlines()[0])["version"] for path in REAL_160}
+    for release in RELEASES:
+        header = SessionManager.in_memory("/proj", pi=release).get_header()
+        assert header is not None
+        written.add(header["version"])
+        assert release in fix
+    (version,) = written
+    assert fix.startswith(f"Set `version` to {version} if pi ")
 
 
 def _context(entries: list[dict[str, Any]], tip: str) -> str:
