@@ -173,7 +173,9 @@ def main(argv: list[str] | None = None, *, as_program: bool | None = None) -> in
         else:
             # (parsing imports the command's module: a Ctrl-C that early stops it as quietly)
             args = _parsed(argv)
-    except KeyboardInterrupt:
+    except BaseException as error:
+        if not _is_ctrl_c(error):
+            raise
         return _interrupted(as_program)
     if isinstance(args, int):
         return args
@@ -192,8 +194,6 @@ def _status_of(args: Any, as_program: bool) -> int:
         status = int(args._run(args) or 0)
     except BrokenPipeError:
         return _reader_gone()
-    except KeyboardInterrupt:
-        return _interrupted(as_program)
     except (CommandError, PiSessionError, OSError) as error:
         # what the file or the system refused: one line, like the commands' own messages
         text = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
@@ -206,6 +206,10 @@ def _status_of(args: Any, as_program: bool) -> int:
         except OSError:  # the output itself failed (a full disk): said once above, not again at exit
             _stdout_to_devnull()
         return 2
+    except BaseException as error:
+        if not _is_ctrl_c(error):
+            raise
+        return _interrupted(as_program)
     process_exit.leave(status)  # (armed: the process ends here, its output flushed)
     return status
 
@@ -289,6 +293,22 @@ def _interrupted(as_program: bool) -> int:
     if as_program:
         _end_as_interrupted()
     return EXIT_INTERRUPTED
+
+
+def _is_ctrl_c(error: BaseException) -> bool:
+    """Whether ``error`` is a Ctrl-C: a KeyboardInterrupt, or an error raised from one (its cause,
+    or its cause's cause...). Python wraps what some of its own machinery raises: a Ctrl-C that
+    lands in a ``__set_name__`` as a module imports (a class body's ``cached_property``) comes out
+    as a RuntimeError whose cause is the KeyboardInterrupt. (Only the causes: an error raised while
+    a KeyboardInterrupt was handled, its context, is an error of its own.)"""
+    seen: set[int] = set()  # (a cause may be set by hand, to an error already in the chain)
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__
+    return False
 
 
 def _ctrl_c_raises_again() -> None:

@@ -3,7 +3,8 @@ modules) ends the process by SIGINT without a traceback (docs/CLI.md: status 130
 Ctrl-C later does. Each moment is a real SIGINT sent to a real process, as the k-th module of the
 package starts to import; the process runs what pip's console script for ``pi-session`` runs
 (the entry point pyproject names), or ``python -m pi_session_server``. A Ctrl-C as msgspec starts
-(after Ctrl-C is handed back to Python) stops the command as quietly, and does not crash it."""
+(after Ctrl-C is handed back to Python) stops the command as quietly, and does not crash it, and
+so does one that Python reports as a RuntimeError raised from it (in a ``__set_name__``)."""
 
 from __future__ import annotations
 
@@ -137,3 +138,47 @@ def test_a_ctrl_c_as_msgspec_starts_ends_the_command_by_the_signal_not_by_a_cras
         cwd=str(ROOT),
     )
     assert (done.returncode, done.stderr) == (-signal.SIGINT, "interrupted raising\n")
+
+
+# The console script with a SIGINT as the first ``cached_property.__set_name__`` starts after Ctrl-C
+# is handed back to Python (console.py gives it to the system first), as a class body's runs while a
+# module imports (msgspec imports uuid, which imports platform): Python 3.11 wraps the
+# KeyboardInterrupt raised there in a RuntimeError.
+_INTERRUPT_IN_SET_NAME = """
+import os, signal, sys
+
+given_to_the_system = False
+
+def interrupt_in_set_name(frame, event, arg):
+    global given_to_the_system
+    handler = signal.getsignal(signal.SIGINT)
+    given_to_the_system = given_to_the_system or handler is signal.SIG_DFL
+    if (
+        given_to_the_system
+        and handler is signal.default_int_handler
+        and event == "call"
+        and frame.f_code.co_name == "__set_name__"
+        and type(frame.f_locals.get("self")).__name__ == "cached_property"
+    ):
+        sys.settrace(None)
+        print("interrupted in cached_property.__set_name__", file=sys.stderr, flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+
+sys.settrace(interrupt_in_set_name)
+"""
+
+
+def test_a_ctrl_c_in_a_set_name_as_a_module_imports_ends_the_command_by_the_signal() -> None:
+    """The Ctrl-C came out of the import as ``RuntimeError: Error calling __set_name__ on
+    'cached_property' instance``, which ended the command with status 1 and its traceback."""
+    example = str(ROOT / "pi_session_server" / "examples" / "example-session.jsonl")
+    _, lines = _console_script()
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPT_IN_SET_NAME + lines, "stats", "--no-index", example],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(ROOT),
+    )
+    assert (done.returncode, done.stderr) == (-signal.SIGINT, "interrupted in cached_property.__set_name__\n")

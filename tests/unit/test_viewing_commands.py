@@ -488,6 +488,108 @@ def test_ctrl_c_ends_the_process_by_the_signal_so_a_shell_loop_stops(start: str)
     assert done.stderr == ""
 
 
+def _wrapped_ctrl_c(wraps: int) -> BaseException:
+    """A Ctrl-C as Python 3.11 reports one that lands in a ``__set_name__`` while a module imports
+    (msgspec imports uuid, which imports platform): a RuntimeError raised from the KeyboardInterrupt
+    (``wraps`` times over: a wrapper may be wrapped again)."""
+    error: BaseException = KeyboardInterrupt()
+    for _ in range(wraps):
+        wrapper = RuntimeError("Error calling __set_name__ on 'cached_property' instance")
+        wrapper.__cause__ = error
+        error = wrapper
+    return error
+
+
+@pytest.mark.parametrize(
+    ("moment", "wraps"),
+    [("as the command runs", 1), ("as the command runs", 2), ("as the command is loaded", 1)],
+)
+def test_an_error_raised_from_a_ctrl_c_stops_the_command_as_the_ctrl_c_does(
+    moment: str, wraps: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pi_session_server import cli
+    from pi_session_server.commands import check
+
+    def interrupted(*args: object) -> object:
+        raise _wrapped_ctrl_c(wraps)
+
+    where = (check, "run") if moment == "as the command runs" else (cli, "_parsers")
+    monkeypatch.setattr(*where, interrupted)
+    # was the RuntimeError's traceback, and status 1 from the program
+    assert cli.main(["check", "--no-index"]) == 128 + 2
+    assert capsys.readouterr().err == ""
+
+
+def _raised_while_a_ctrl_c_was_handled() -> RuntimeError:
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise RuntimeError("failed as it stopped") from None
+    except RuntimeError as error:
+        assert isinstance(error.__context__, KeyboardInterrupt)
+        return error
+
+
+def _its_own_cause() -> RuntimeError:
+    error = RuntimeError("failed")
+    error.__cause__ = error  # (any code may set it so: the look for a Ctrl-C ends all the same)
+    return error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [lambda: RuntimeError("failed"), _raised_while_a_ctrl_c_was_handled, _its_own_cause],
+    ids=["a RuntimeError", "one raised while a Ctrl-C was handled", "one that is its own cause"],
+)
+def test_an_error_not_raised_from_a_ctrl_c_is_still_a_failure(
+    error: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pi_session_server import cli
+    from pi_session_server.commands import check
+
+    raised = error()  # type: ignore[operator]
+
+    def failed(args: object) -> int:
+        raise raised
+
+    monkeypatch.setattr(check, "run", failed)
+    with pytest.raises(RuntimeError) as caught:
+        cli.main(["check", "--no-index"])
+    assert caught.value is raised  # (Python prints its traceback, status 1)
+    assert capsys.readouterr().err == ""
+
+
+# A command stopped by a Ctrl-C that Python wrapped in a RuntimeError, in a process of its own.
+_INTERRUPTED_WRAPPED = """
+import sys
+from pi_session_server.commands import check
+
+def interrupted(args):
+    print("checked so far")
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as interrupt:
+        raise RuntimeError("Error calling __set_name__ on 'cached_property' instance") from interrupt
+
+check.run = interrupted
+from pi_session_server.console import main; sys.exit(main())
+"""
+
+
+def test_an_error_raised_from_a_ctrl_c_ends_the_process_by_the_signal() -> None:
+    import signal
+
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_WRAPPED, "check", "--no-index"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    # was status 1 and the RuntimeError's traceback
+    assert (done.returncode, done.stdout, done.stderr) == (-signal.SIGINT, "checked so far\n", "")
+
+
 def test_version_names_the_package_and_the_pi_releases(capsys: pytest.CaptureFixture[str]) -> None:
     from pi_session_server import __version__, cli
 
