@@ -178,57 +178,36 @@ def test_a_repair_says_and_writes_what_reading_each_round_s_file_again_gave(
     assert kept == repaired()
 
 
+@pytest.mark.parametrize("target", ["in-place", "output"])
 def test_a_file_changed_after_a_round_wrote_it_is_read_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """pi appends a line after round 1 wrote the file and before round 2 looks at it: round 2
-    reads the file again, the line appended among what it analyses (not the document round 1 kept)."""
-    cut = S.user("lost", None, "hello")
-    path = tmp_path / "s.jsonl"
-    path.write_bytes(
-        ("\n".join([S.header(), cut[: len(cut) // 2] + S.user("kept", "lost", "hi")]) + "\n").encode()
-    )
-    real_round = repair_command._round
-
-    def appended_first(written: str, chosen: Any, round_number: int, *args: Any) -> Any:
-        if round_number == 2:
-            with path.open("ab") as f:
-                f.write(b"\0\0\0\n")  # a line of NUL bytes: what round 2 repairs
-        return real_round(written, chosen, round_number, *args)
-
-    monkeypatch.setattr(repair_command, "_round", appended_first)
-    assert repair_command.run(in_process_args(path, in_place=True)) == 1
-    told = capsys.readouterr().out
-    assert "round 2, on the file as repaired so far:" in told and ":4: PI001 " in told, told
-    assert b"\0" not in path.read_bytes()
-
-
-def test_an_output_changed_after_round_1_wrote_it_is_read_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """``-o OUT``: another program appends to OUT after round 1 wrote it: round 2 reads OUT again
-    (the line appended among what it analyses), not the document round 1 kept."""
+    """Another program (pi) appends a line to the file repaired in place, or to OUT, after round 1
+    wrote it and before round 2 looks at it: round 2 reads the file again, the line appended among
+    what it analyses (not the document round 1 kept)."""
     cut = S.user("lost", None, "hello")
     path = tmp_path / "s.jsonl"
     path.write_bytes(
         ("\n".join([S.header(), cut[: len(cut) // 2] + S.user("kept", "lost", "hi")]) + "\n").encode()
     )
     out = tmp_path / "out.jsonl"
+    written = path if target == "in-place" else out
     real_round = repair_command._round
 
-    def appended_first(written: str, chosen: Any, round_number: int, *args: Any) -> Any:
+    def appended_first(written_path: str, chosen: Any, round_number: int, *args: Any) -> Any:
         if round_number == 2:
-            with out.open("ab") as f:
+            with written.open("ab") as f:
                 f.write(b"\0\0\0\n")  # a line of NUL bytes: what round 2 repairs
-        return real_round(written, chosen, round_number, *args)
+        return real_round(written_path, chosen, round_number, *args)
 
     monkeypatch.setattr(repair_command, "_round", appended_first)
-    args = in_process_args(path)
-    args.output = str(out)
+    args = in_process_args(path, in_place=target == "in-place")
+    if target == "output":
+        args.output = str(out)
     assert repair_command.run(args) == 1
     told = capsys.readouterr().out
     assert "round 2, on the file as repaired so far:" in told and ":4: PI001 " in told, told
-    assert b"\0" not in out.read_bytes()
+    assert b"\0" not in written.read_bytes()
 
 
 @pytest.mark.parametrize("target", ["in-place", "output"])
