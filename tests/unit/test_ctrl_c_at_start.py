@@ -59,6 +59,13 @@ def _python_m() -> tuple[str, str]:
     )
 
 
+def _ctrl_c_as_from_a_terminal() -> None:
+    """(Run in the child before it starts Python.) A command started from a terminal has Ctrl-C at
+    its default; a CI job or a shell's background job may have it ignored, which the child would
+    inherit and the console script keeps (a SIGINT then does nothing): these tests are of the first."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run(start: tuple[str, str], moment: int, *args: str) -> subprocess.CompletedProcess[str]:
     entry, lines = start
     return subprocess.run(
@@ -67,6 +74,7 @@ def _run(start: tuple[str, str], moment: int, *args: str) -> subprocess.Complete
         text=True,
         timeout=120,
         cwd=str(ROOT),
+        preexec_fn=_ctrl_c_as_from_a_terminal,
     )
 
 
@@ -136,6 +144,7 @@ def test_a_ctrl_c_as_msgspec_starts_ends_the_command_by_the_signal_not_by_a_cras
         text=True,
         timeout=120,
         cwd=str(ROOT),
+        preexec_fn=_ctrl_c_as_from_a_terminal,
     )
     assert (done.returncode, done.stderr) == (-signal.SIGINT, "interrupted raising\n")
 
@@ -180,5 +189,6 @@ def test_a_ctrl_c_in_a_set_name_as_a_module_imports_ends_the_command_by_the_sign
         text=True,
         timeout=120,
         cwd=str(ROOT),
+        preexec_fn=_ctrl_c_as_from_a_terminal,
     )
     assert (done.returncode, done.stderr) == (-signal.SIGINT, "interrupted in cached_property.__set_name__\n")
