@@ -135,10 +135,16 @@ def test_a_ctrl_c_as_msgspec_starts_ends_the_command_by_the_signal_not_by_a_cras
     decoder built after crashed the process (SIGSEGV, no message). Here the command stops by the
     Ctrl-C, which came as a KeyboardInterrupt, the hook's line the only thing on stderr."""
     example = str(ROOT / "pi_session_server" / "examples" / "example-session.jsonl")
+    args = [example if arg == "EXAMPLE" else arg for arg in command]
+    done = _console_script_after(_INTERRUPT_AS_DATETIME_IMPORTS, *args)
+    assert (done.returncode, done.stderr) == (-signal.SIGINT, "interrupted raising\n")
+
+
+def _console_script_after(prelude: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The console script run with ``args``, ``prelude`` (Python's lines) run first in its process."""
     _, lines = _console_script()
-    done = subprocess.run(
-        [sys.executable, "-c", _INTERRUPT_AS_DATETIME_IMPORTS + lines]
-        + [example if arg == "EXAMPLE" else arg for arg in command],
+    return subprocess.run(
+        [sys.executable, "-c", prelude + lines, *args],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -146,7 +152,6 @@ def test_a_ctrl_c_as_msgspec_starts_ends_the_command_by_the_signal_not_by_a_cras
         cwd=str(ROOT),
         preexec_fn=_ctrl_c_as_from_a_terminal,
     )
-    assert (done.returncode, done.stderr) == (-signal.SIGINT, "interrupted raising\n")
 
 
 # The console script with a SIGINT as the first ``cached_property.__set_name__`` starts after Ctrl-C
@@ -181,14 +186,5 @@ def test_a_ctrl_c_in_a_set_name_as_a_module_imports_ends_the_command_by_the_sign
     """The Ctrl-C came out of the import as ``RuntimeError: Error calling __set_name__ on
     'cached_property' instance``, which ended the command with status 1 and its traceback."""
     example = str(ROOT / "pi_session_server" / "examples" / "example-session.jsonl")
-    _, lines = _console_script()
-    done = subprocess.run(
-        [sys.executable, "-c", _INTERRUPT_IN_SET_NAME + lines, "stats", "--no-index", example],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=str(ROOT),
-        preexec_fn=_ctrl_c_as_from_a_terminal,
-    )
+    done = _console_script_after(_INTERRUPT_IN_SET_NAME, "stats", "--no-index", example)
     assert (done.returncode, done.stderr) == (-signal.SIGINT, "interrupted in cached_property.__set_name__\n")

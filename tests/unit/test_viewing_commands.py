@@ -395,17 +395,23 @@ from pi_session_server.cli import main; sys.exit(main())
 """
 
 
-def test_ctrl_c_in_a_finalizer_ends_the_process_by_the_signal() -> None:
-    import signal
-
+def _check_in_a_process(script: str) -> tuple[int, str, str]:
+    """``check`` run in a process of its own by ``script`` (Python, given the command's arguments):
+    its status, stdout and stderr."""
     done = subprocess.run(
-        [sys.executable, "-c", _INTERRUPTED_IN_A_FINALIZER, "check", "--no-index"],
+        [sys.executable, "-c", script, "check", "--no-index"],
         capture_output=True,
         text=True,
         timeout=60,
     )
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_ctrl_c_in_a_finalizer_ends_the_process_by_the_signal() -> None:
+    import signal
+
     # Python printed "Exception ignored in ... __del__" and the command went on, to status 0
-    assert (done.returncode, done.stdout, done.stderr) == (-signal.SIGINT, "checked so far\n", "")
+    assert _check_in_a_process(_INTERRUPTED_IN_A_FINALIZER) == (-signal.SIGINT, "checked so far\n", "")
 
 
 def _cli_without(fd: int, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -580,14 +586,8 @@ from pi_session_server.console import main; sys.exit(main())
 def test_an_error_raised_from_a_ctrl_c_ends_the_process_by_the_signal() -> None:
     import signal
 
-    done = subprocess.run(
-        [sys.executable, "-c", _INTERRUPTED_WRAPPED, "check", "--no-index"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
     # was status 1 and the RuntimeError's traceback
-    assert (done.returncode, done.stdout, done.stderr) == (-signal.SIGINT, "checked so far\n", "")
+    assert _check_in_a_process(_INTERRUPTED_WRAPPED) == (-signal.SIGINT, "checked so far\n", "")
 
 
 def test_version_names_the_package_and_the_pi_releases(capsys: pytest.CaptureFixture[str]) -> None:
