@@ -210,6 +210,16 @@ def test_a_file_changed_after_a_round_wrote_it_is_read_again(
     assert b"\0" not in written.read_bytes()
 
 
+def _splices_applied(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The splices each SessionDocument.apply_splices is given from now on, in a list, call by call."""
+    applied: list[Any] = []
+    apply = SessionDocument.apply_splices
+    monkeypatch.setattr(
+        SessionDocument, "apply_splices", lambda doc, s: (applied.append(s), apply(doc, s))[1]
+    )
+    return applied
+
+
 @pytest.mark.parametrize("target", ["in-place", "output"])
 def test_a_migrated_file_is_read_again_by_the_next_round(
     target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -223,11 +233,7 @@ def test_a_migrated_file_is_read_again_by_the_next_round(
         parent = f"u{n:04d}"
     path = tmp_path / "s.jsonl"
     path.write_bytes(("\n".join(chain) + "\n").encode())
-    applied = []
-    apply = SessionDocument.apply_splices
-    monkeypatch.setattr(
-        SessionDocument, "apply_splices", lambda doc, s: (applied.append(s), apply(doc, s))[1]
-    )
+    applied = _splices_applied(monkeypatch)
     args = in_process_args(path, in_place=target == "in-place")
     args.all = True
     if target == "output":
@@ -249,11 +255,7 @@ def test_in_place_reads_a_file_whose_every_line_was_repaired_again(
         chain.append(cut[: len(cut) // 2] + S.user(f"kept{n:02d}", f"lost{n:02d}", "hi"))
     path = tmp_path / "s.jsonl"
     path.write_bytes(("\n".join(chain) + "\n").encode())
-    applied = []
-    apply = SessionDocument.apply_splices
-    monkeypatch.setattr(
-        SessionDocument, "apply_splices", lambda doc, s: (applied.append(s), apply(doc, s))[1]
-    )
+    applied = _splices_applied(monkeypatch)
     assert repair_command.run(in_process_args(path)) == 1
     assert len(applied) == 1
     assert repair_command.run(in_process_args(path, in_place=True)) == 1
