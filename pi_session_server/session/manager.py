@@ -580,13 +580,7 @@ class SessionManager:
                 self.new_session()
                 self._session_file = resolved
                 return self._start_empty_file(fd, read_at)
-            with gc_paused():
-                if needs_migration([peek.value]):
-                    self._load_migrating(fd, resolved)
-                else:
-                    self._load_current(fd, resolved, peek, read_at)
-            self._flushed = True
-            return True
+            return self._load_headed(fd, resolved, peek, read_at)
         finally:
             os.close(fd)
 
@@ -608,6 +602,17 @@ class SessionManager:
                 return False
             self._file_entries[0].line = 0
             self._track_file(path, 1, len(header), fd=locked.fd)
+        return True
+
+    def _load_headed(self, fd: int, path: str, peek: Any, read_at: os.stat_result) -> bool:
+        """Load the file at ``fd`` whose valid header is ``peek``: migrated when its version is
+        older than pi's current one, as it is otherwise. True: the session is the file's."""
+        with gc_paused():
+            if needs_migration([peek.value]):
+                self._load_migrating(fd, path)
+            else:
+                self._load_current(fd, path, peek, read_at)
+        self._flushed = True
         return True
 
     def _load_current(self, fd: int, path: str, peek: Any, read_at: os.stat_result) -> None:
@@ -1954,13 +1959,7 @@ class SessionManager:
             peek = peek_header(fd)
             if not is_valid_header(peek.value):
                 return False
-            with gc_paused():
-                if needs_migration([peek.value]):
-                    self._load_migrating(fd, path)
-                else:
-                    self._load_current(fd, path, peek, read_at)
-            self._flushed = True
-            return True
+            return self._load_headed(fd, path, peek, read_at)
         finally:
             os.close(fd)
 
