@@ -7,6 +7,7 @@ file is invalid; values after the header that are not objects are skipped too (D
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -15,7 +16,7 @@ import msgspec
 
 from ..errors import fs_error_from_oserror
 from ..format.entry import Entry
-from ..format.jsjson import dumps
+from ..format.jsjson import dumps_bytes
 from ..format.jsvalue import ABSENT
 from ..format.scan import (
     FileLineSource,
@@ -29,6 +30,7 @@ from ..format.scan import (
 from .cache_dir import IndexSettings
 from .environment import Environment, on_disk
 from .index_rows import IndexedRows
+from .migrate import migrate_value
 from .scan_index import scan_with_index
 
 
@@ -199,7 +201,59 @@ def load_exact(fd: int) -> ExactLoad:
 def rewrite_chunks(lines: list[RawLine]) -> Iterator[bytes]:
     """D7: kept objects re-serialized, every other non-blank line as the reference decoded it."""
     for raw in lines:
-        if raw.kind == "kept" and isinstance(raw.value, dict):
-            yield dumps(raw.value).encode("utf-8") + b"\n"
-        else:
-            yield raw.data.decode("utf-8", "replace").encode("utf-8") + b"\n"
+        yield _rewritten_line(raw)
+
+
+def _rewritten_line(raw: RawLine) -> bytes:
+    """The line :func:`rewrite_chunks` writes for ``raw``, its newline included."""
+    if raw.kind == "kept" and isinstance(raw.value, dict):
+        return dumps_bytes(raw.value) + b"\n"
+    return raw.data.decode("utf-8", "replace").encode("utf-8") + b"\n"
+
+
+def _holds_non_finite(value: Any) -> bool:
+    """Does ``value`` hold an infinite number (JSON.stringify writes it null)? (A loop, not a
+    recursion: a line's value may be nested deeper than Python recurses.)"""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float and not math.isfinite(item):
+            return True
+    return False
+
+
+class ValueNotWrittenBack(Exception):
+    """A migrated value whose line, read back, is another value (a number JSON.stringify writes
+    otherwise: 1e400, which pi holds as Infinity, is written null): :func:`migrated_rewrite_chunks`
+    stops before the rewrite is made."""
+
+
+def migrated_rewrite_chunks(fd: int, version: float) -> Iterator[bytes]:
+    """:func:`rewrite_chunks` of the file at ``fd`` migrated from ``version`` (one that
+    :func:`.migrate.becomes_current_a_value_at_a_time`), read, migrated and written a line at a
+    time: no value of the file is held beyond its line. The file written is then read as any
+    current one is, its entries' values from their lines: a value its line does not give back
+    (rare: its line changed, and holds a number JSON.stringify writes otherwise) raises
+    :class:`ValueNotWrittenBack` instead (then the file is migrated holding its values)."""
+    try:
+        for line_no, offset, data, _terminated in iter_physical_lines(fd):
+            raw = classify_line(line_no, offset, data)
+            if raw.kind == "blank":
+                continue
+            if raw.kind == "kept" and isinstance(raw.value, dict):
+                migrate_value(raw.value, version)
+                line = _rewritten_line(raw)
+                # (a line pi wrote comes out as it was, which gives its value back: only a changed
+                # one, the header's or a renamed role's, may hold a number written otherwise)
+                if line[:-1] != data and _holds_non_finite(raw.value):
+                    raise ValueNotWrittenBack(f"line {line_no + 1}")
+                yield line
+            else:
+                yield _rewritten_line(raw)
+    except OSError as err:
+        raise fs_error_from_oserror(err, "read", None) from err

@@ -58,14 +58,23 @@ from .fields import field as entry_field
 from .index_rows import IndexedRows, RowPath
 from .loader import (
     ExactLoad,
+    ValueNotWrittenBack,
     is_valid_header,
     load_exact,
     load_lazy,
+    migrated_rewrite_chunks,
     open_for_reading,
     peek_header,
     rewrite_chunks,
 )
-from .migrate import CURRENT_SESSION_VERSION, migrate_to_current_version, needs_migration, not_an_entry
+from .migrate import (
+    CURRENT_SESSION_VERSION,
+    becomes_current_a_value_at_a_time,
+    migrate_to_current_version,
+    needs_migration,
+    not_an_entry,
+    session_version,
+)
 from .paths import (
     StrPath,
     default_session_dir_path,
@@ -86,7 +95,7 @@ from .projection import (
     text_blocks,
 )
 from .replaced_file import named_ids, require_receives
-from .rewrites import LockedFile, rewritten_after
+from .rewrites import FileState, LockedFile, Replaced, rewritten_after
 from .row_tree import RowTree, row_tree
 from .tree import TreeNode, build_tree
 
@@ -645,12 +654,18 @@ class SessionManager:
         (pi migrating and appending to it, another of our processes), the file is read again as it
         is now, so that everything they wrote is kept. A pi that read the file just before our
         rename rewrites it in place a moment later: that is waited for (about as long as our own
-        migration took) before the open returns, and then its version is read."""
+        migration took) before the open returns, and then its version is read.
+
+        From version 2 the rewrite is made as the file is read, a line at a time, and the file
+        written is then loaded as a current one (its entries' values read from it when asked for):
+        a session of any size is migrated in little more memory than it is opened in. A version 1
+        file's values are migrated together (an entry's id and parent depend on the others'), and
+        a read-only load rewrites nothing: both hold the file's values."""
         rewrite = not self.read_only and self._persist
         for _ in range(_MIGRATION_ATTEMPTS):
             began = time.monotonic()
             locked = LockedFile(path, self._env) if rewrite else None
-            replaced = None
+            replaced = exact = expected = None
             try:
                 if locked is not None:
                     peek = peek_header(locked.fd) if locked.fd >= 0 else None
@@ -660,12 +675,10 @@ class SessionManager:
                         return
                     fd = locked.fd
                     expected = locked.state()
+                    replaced = _rewrite_streamed(locked, session_version([peek.value]), expected)
                 read_at = os.fstat(fd)
-                exact = load_exact(fd)
-                values = exact.values
-                migrate_to_current_version(values, True)
-                if locked is not None:
-                    replaced = locked.replace(rewrite_chunks(exact.lines), expected)
+                if replaced is None:
+                    exact, replaced = _migrate_held(fd, locked, expected)
             except StaleFileError:
                 continue  # changed under us: read it again
             finally:
@@ -675,21 +688,32 @@ class SessionManager:
                 grace = min(max(2 * (time.monotonic() - began), _MIGRATION_GRACE[0]), _MIGRATION_GRACE[1])
                 if rewritten_after(self._disk(path), replaced.state, grace):
                     continue  # rewritten right after us (pi's own migration): read its version
-            self._session_file = path
-            entries = _entries_with_lines(exact, rewrite)
-            self._release_source()
-            self._set_file_entries(entries)
-            self._session_id = values[0]["id"]
-            self.problems = exact.problems(rewrite)
-            self._load_writes_skipped = not rewrite
-            if replaced is not None:
-                self._track_file(path, len(exact.lines), replaced.written)
+            if exact is None:
+                self._set_session_file(path)  # streamed: the file written, read as a current one
             else:
-                self._track_file(
-                    path, exact.physical_lines, open_tail=exact.needs_newline, fd=fd, read_at=read_at
-                )
+                self._adopt_migrated(path, exact, replaced, fd, read_at)
             return
         raise StaleFileError(f"{path} kept changing while it was being migrated: it was left as it is")
+
+    def _adopt_migrated(
+        self, path: str, exact: ExactLoad, replaced: Replaced | None, fd: int, read_at: os.stat_result
+    ) -> None:
+        """The session of the file ``exact`` read through ``fd`` (as ``read_at`` found it), its
+        values migrated: rewritten as ``replaced`` tells, or left as it was (None: read-only)."""
+        rewritten = replaced is not None
+        self._session_file = path
+        entries = _entries_with_lines(exact, rewritten)
+        self._release_source()
+        self._set_file_entries(entries)
+        self._session_id = exact.values[0]["id"]
+        self.problems = exact.problems(rewritten)
+        self._load_writes_skipped = not rewritten
+        if replaced is not None:
+            self._track_file(path, len(exact.lines), replaced.written)
+        else:
+            self._track_file(
+                path, exact.physical_lines, open_tail=exact.needs_newline, fd=fd, read_at=read_at
+            )
 
     def _load_values(self, values: builtins.list[Any], options: Any) -> None:
         """``inMemory(cwd, options, entries)`` (and the reference's preloaded entries)."""
@@ -2097,6 +2121,30 @@ def _drop_absent(value: dict[str, Any]) -> dict[str, Any]:
     if any(v is ABSENT for v in value.values()):
         return {k: v for k, v in value.items() if v is not ABSENT or k == "parentId"}
     return value
+
+
+def _migrate_held(
+    fd: int, locked: LockedFile | None, expected: FileState | None
+) -> tuple[ExactLoad, Replaced | None]:
+    """The file at ``fd`` read whole, its values migrated together, and rewritten from them when
+    ``locked`` holds it (None: read-only; nothing written)."""
+    exact = load_exact(fd)
+    migrate_to_current_version(exact.values, True)
+    replaced = locked.replace(rewrite_chunks(exact.lines), expected) if locked is not None else None
+    return exact, replaced
+
+
+def _rewrite_streamed(locked: LockedFile, version: float, expected: FileState | None) -> Replaced | None:
+    """The migration's rewrite of the file ``locked`` holds, from ``version``, made as its lines are
+    read (see loader.migrated_rewrite_chunks); None, nothing written, when its values cannot be
+    migrated a line at a time into a current file (version 1, a version that is not a number), or
+    one would not be read back from its line."""
+    if not becomes_current_a_value_at_a_time(version):
+        return None
+    try:
+        return locked.replace(migrated_rewrite_chunks(locked.fd, version), expected)
+    except ValueNotWrittenBack:
+        return None
 
 
 def _entries_with_lines(exact: ExactLoad, rewritten: bool) -> list[Entry]:

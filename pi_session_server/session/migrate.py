@@ -68,6 +68,13 @@ def migrates_each_value_alone(version: float) -> bool:
     return not version < 2
 
 
+def becomes_current_a_value_at_a_time(version: float) -> bool:
+    """Whether a file of ``version`` (:func:`session_version`) both :func:`migrates_each_value_alone`
+    and comes out of its migration a current-version file: from version 2 (a version that is not a
+    number stays what it is, and is migrated again at each open, as pi does)."""
+    return 2 <= version < CURRENT_SESSION_VERSION
+
+
 def migrate_value(value: Any, version: float) -> None:
     """Migrate in place one value of a file whose :func:`session_version` is ``version`` (one that
     :func:`migrates_each_value_alone`), as :func:`migrate_to_current_version` migrates it among

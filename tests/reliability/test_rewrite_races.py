@@ -568,6 +568,24 @@ def v1_session(path: Path, n: int = 30) -> str:
     return str(path)
 
 
+def v2_session(path: Path, n: int = 30) -> str:
+    """A version 2 session (ids and parents; hooks' messages as ``hookMessage``): its migration is
+    made a line at a time, then the file written is read back."""
+    lines: list[dict[str, Any]] = [{**V1_HEADER, "id": "v2-session", "version": 2}]
+    for i in range(n):
+        role = "user" if i % 3 == 0 else "hookMessage" if i % 3 == 1 else "assistant"
+        message = {"role": role, "content": f"v2 {i}", "timestamp": i}
+        if role == "hookMessage":
+            message.update(customType="hook", display=True)
+        parent = f"m{i - 1}" if i else None
+        lines.append(
+            {"type": "message", "id": f"m{i}", "parentId": parent, "timestamp": TS, "message": message}
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(v) + "\n" for v in lines))
+    return str(path)
+
+
 def _parents_all_exist(path: str) -> None:
     manager = SessionManager.open(path, read_only=True)
     try:
@@ -581,9 +599,10 @@ def _parents_all_exist(path: str) -> None:
     assert not dangling, f"entries whose parent is not in the file: {dangling}"
 
 
-def test_two_library_processes_migrating_one_file_keep_every_entry(tmp_path: Path):
+@pytest.mark.parametrize("old_session", [v1_session, v2_session], ids=["v1", "v2"])
+def test_two_library_processes_migrating_one_file_keep_every_entry(tmp_path: Path, old_session: Any):
     for round_number in range(8):
-        path = v1_session(tmp_path / f"round{round_number}" / "s.jsonl")
+        path = old_session(tmp_path / f"round{round_number}" / "s.jsonl")
         children = [LibraryOnCue(path, migrate_first=True) for _ in range(2)]
         for child in children:
             child.cue(5)  # both open (and migrate) the file at once, then append 5 entries
@@ -596,8 +615,9 @@ def test_two_library_processes_migrating_one_file_keep_every_entry(tmp_path: Pat
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("old_session", [v1_session, v2_session], ids=["v1", "v2"])
 def test_the_sidecar_and_pi_migrating_one_file_keep_every_entry(
-    tmp_path: Path, server: RawServer, pi_on_cue: Any
+    tmp_path: Path, server: RawServer, pi_on_cue: Any, old_session: Any
 ):
     """pi/open against pi's own open (which migrates the file in place) and 5 appends, sent at the
     same moment; then 5 pi/append while pi appends. No entry of either side is lost.
@@ -605,7 +625,7 @@ def test_the_sidecar_and_pi_migrating_one_file_keep_every_entry(
     The sidecar appends once pi's open is done: pi rewrites the file in place, and lines written
     into it while pi is doing so are written over by pi (CHANGELOG.md, Known limitations)."""
     for round_number in range(6):
-        path = v1_session(tmp_path / f"round{round_number}" / "s.jsonl", 3000)
+        path = old_session(tmp_path / f"round{round_number}" / "s.jsonl", 3000)
         pi = pi_on_cue(path)
         request = server.send_request("pi/open", {"path": path})
         pi.tell("open")

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,6 +79,7 @@ def _version_2(tmp_path: Path) -> Path:
             for n in range(50)
         ),
     ]
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(v) + "\n" for v in lines))
     return path
 
@@ -179,3 +181,151 @@ def test_a_migrating_load_holds_an_objects_value_not_its_bytes(tmp_path: Path) -
     main(["repair", "--codes", codes.OLD_VERSION, "-o", str(out), str(path)])
     assert opened.read_bytes() == out.read_bytes()
     assert opened.read_bytes().endswith(b"\nnot json\n42\n")
+
+
+# -- the writable open of a version 2 file: streamed, then read as a current file -------------------
+
+
+def _opened_both_ways(path: Path, tmp_path: Path) -> tuple[SessionManager, SessionManager]:
+    """``path`` opened for writing (migrated and rewritten), and a copy of it opened read-only
+    (migrated in memory, every value held: what the writable open held too before)."""
+    viewed = tmp_path / "viewed.jsonl"
+    shutil.copyfile(path, viewed)
+    return SessionManager.open(str(path), index=False), SessionManager.open(str(viewed), read_only=True)
+
+
+def test_a_writable_open_of_a_version_2_file_reads_its_entries_from_the_file_it_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The migration is written as the file is read, a line at a time (no list of the file's values:
+    the whole-file read is never made), and the entries are those of the file written, their values
+    read from their lines: the same session as a migration holding every value gives."""
+    from pi_session_server.session import manager as manager_module
+
+    path = _version_2(tmp_path)
+
+    def no_whole_file_read(fd: int) -> None:
+        raise AssertionError("a version 2 file's values are read whole")
+
+    monkeypatch.setattr(manager_module, "load_exact", no_whole_file_read)
+    opened = SessionManager.open(str(path), index=False)
+    monkeypatch.undo()
+    data = path.read_bytes()
+    assert data.startswith(b'{"type":"session","version":3,') and data.count(b'"role":"custom"') == 50
+    starts = [0, *(n + 1 for n, byte in enumerate(data) if byte == ord("\n"))]
+    entries = opened.get_entries()
+    assert len(entries) == 50
+    assert not any(entry.is_loaded for entry in entries)  # bodies come from the file, when asked
+    assert [e.offset for e in entries] == [starts[e.line] for e in entries] == starts[1:51]
+    held = SessionManager.open(str(_version_2(tmp_path / "held")), read_only=True)
+    assert [e.value for e in entries] == [e.value for e in held.get_entries()]
+    assert opened.get_header() == held.get_header()
+    assert opened.build_session_context() == held.build_session_context()
+    assert opened.get_session_id() == "s" and not opened.problems
+
+
+def test_the_problems_of_a_migrated_file_are_where_its_lines_are_now(tmp_path: Path) -> None:
+    """The lines that are no entries are reported with their place in the file written (the blank
+    lines it drops moved them), not in the file as it was."""
+    path = tmp_path / "s.jsonl"
+    data = _version_2(tmp_path).read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join([data[0], b"", *data[1:5], b"not json {", b"", b"42", b"null", *data[5:]]))
+    opened = SessionManager.open(str(path), index=False)
+    written = path.read_bytes()
+    lines = written.split(b"\n")
+    assert [(p.line, p.kind) for p in opened.problems] == [(5, "malformed"), (6, "non_object"), (7, "falsy")]
+    assert all(written[p.offset : p.offset + p.length] == lines[p.line] for p in opened.problems)
+    assert b"\n\n" not in written
+
+
+@pytest.mark.parametrize("line", [0, 1, 2], ids=["header", "hook-message", "user-message"])
+def test_a_number_written_otherwise_keeps_the_value_pi_holds(tmp_path: Path, line: int) -> None:
+    """1e400 is Infinity to pi, which its migration writes null: read back from the file, the
+    entry would hold null where pi holds Infinity. Such a file's values are held, as before."""
+    path = _version_2(tmp_path)
+    data = path.read_bytes().split(b"\n")
+    data[line] = data[line].replace(b'"timestamp":', b'"n":1e400,"timestamp":', 1)
+    path.write_bytes(b"\n".join(data))
+    opened, viewed = _opened_both_ways(path, tmp_path)
+    assert b'"n":null' in path.read_bytes()
+    values = [opened.get_header(), *(e.value for e in opened.get_entries())]
+    assert values[line]["n"] == float("inf")
+    assert values == [viewed.get_header(), *(e.value for e in viewed.get_entries())]
+
+
+def test_a_version_that_is_not_a_number_is_rewritten_at_each_open_as_pi_does(tmp_path: Path) -> None:
+    """(Its migration changes nothing and leaves no current file: it is not read back as one.)"""
+    path = _version_2(tmp_path)
+    path.write_bytes(path.read_bytes().replace(b'"version": 2', b'"version": "x"', 1))
+    for _ in range(2):
+        opened = SessionManager.open(str(path), index=False)
+        assert path.read_bytes().startswith(b'{"type":"session","version":"x",')
+        assert len(opened.get_entries()) == 50 and b"hookMessage" in path.read_bytes()
+
+
+def test_a_line_appended_while_a_version_2_file_is_migrated_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pi appends to the file while the migration writes its new one: the file changed under the
+    migration, which reads it again; the appended entry is in the session and in the file."""
+    from pi_session_server.session.rewrites import LockedFile
+
+    path = _version_2(tmp_path)
+    replace = LockedFile.replace
+    appended = {"type": "message", "id": "late", "parentId": "e49", "timestamp": "2025-01-01T00:00:02.000Z"}
+    late = {
+        **appended,
+        "message": {"role": "hookMessage", "customType": "h", "content": "z", "display": True},
+    }
+
+    def replace_after_an_append(self: LockedFile, chunks: Any, *args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(LockedFile, "replace", replace)  # once
+        with path.open("ab") as file:
+            file.write(json.dumps(late).encode() + b"\n")
+        return replace(self, chunks, *args, **kwargs)
+
+    monkeypatch.setattr(LockedFile, "replace", replace_after_an_append)
+    opened = SessionManager.open(str(path), index=False)
+    assert [e.id for e in opened.get_entries()][-2:] == ["e49", "late"]
+    assert opened.get_entry("late")["message"]["role"] == "custom"
+    assert path.read_bytes().endswith(
+        json.dumps(late, separators=(",", ":")).replace("hookMessage", "custom").encode() + b"\n"
+    )
+
+
+def test_pi_rewriting_a_version_2_file_right_after_its_migration_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pi that read the file just before the migration's rename rewrites it in place a moment
+    later, with what it appended: the open waits for that and reads pi's version."""
+    from pi_session_server.session import manager as manager_module
+
+    path = _version_2(tmp_path)
+    rewritten_after = manager_module.rewritten_after
+    pis = SessionManager.open(str(_version_2(tmp_path / "pi")), index=False)
+    pis.append_custom_entry("pi", {"n": 1})
+    pis_version = Path(pis.get_session_file()).read_bytes()
+
+    def pi_rewrites_in_place(*args: Any) -> bool:
+        monkeypatch.setattr(manager_module, "rewritten_after", rewritten_after)  # once
+        with path.open("r+b") as file:
+            file.truncate(0)
+            file.write(pis_version)
+        return rewritten_after(*args)
+
+    monkeypatch.setattr(manager_module, "rewritten_after", pi_rewrites_in_place)
+    opened = SessionManager.open(str(path), index=False)
+    assert path.read_bytes() == pis_version
+    assert opened.get_entries()[-1]["customType"] == "pi" and len(opened.get_entries()) == 51
+
+
+def test_a_session_migrated_a_line_at_a_time_is_followed_as_it_was_written(tmp_path: Path) -> None:
+    """What the open knows of the file is the file it wrote: nothing changed since, and an entry
+    appended goes after the migrated lines."""
+    path = _version_2(tmp_path)
+    opened = SessionManager.open(str(path), index=False)
+    assert opened.refresh_from_disk().kind == "unchanged"
+    new_id = opened.append_custom_entry("after", {"n": 1})
+    again = SessionManager.open(str(path), read_only=True)
+    assert [e.id for e in again.get_entries()] == [*(f"e{n}" for n in range(50)), new_id]
+    assert again.get_entry(new_id)["parentId"] == "e49"
