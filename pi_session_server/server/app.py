@@ -363,6 +363,7 @@ class PiSessionServer:
         write: bool = False,
         append: bool = False,
         moves_leaf: bool = False,
+        switches_file: bool = False,
         convert: Callable[[Any, Slot], Any] | None = None,
         files: Sequence[str | None] = (),
     ) -> Any:
@@ -371,18 +372,32 @@ class PiSessionServer:
         ``write``: the job may write the file: it runs under the file's lock, a read-only view is
         reopened for writing first (:meth:`writable`), and a failure leaves the session as it was
         (``manager.transaction()``; ``append``: the job is one appender, which takes its own failure
-        back). A write is never cancelled once it runs; a read is.
+        back, and returns the new entry's id). A write is never cancelled once it runs; a read is.
+        An append is told as ``pi/didChange`` ``appended`` before the reply, as pi's appends are:
+        every view of the session takes the entry in, not only the one that asked.
 
         ``moves_leaf``: the job moves the session's leaf (pi/branch, pi/resetLeaf,
         pi/branchWithSummary): a move is told as ``pi/didChange`` ``leafMoved`` before the reply, so
         that every view of the session the client shows follows it, not only the one that asked.
+
+        ``switches_file``: the job leaves the session on another file, or on a new session
+        (pi/createBranchedSession, pi/newSession, pi/setSessionFile): told as ``pi/didChange``
+        ``reloaded`` (the new file's uri) before the reply, so that every view of the handle loads
+        the session it shows now.
 
         ``files``: the other files the job opens (resolved as pi/delete resolves them, None for one
         that cannot be resolved on the loop). A request on a file a pi/delete sent before it is
         deleting starts once the delete answered (see :mod:`.pending_deletes`).
         """
         start = partial(
-            self._session_call, p, job, write=write, append=append, moves_leaf=moves_leaf, convert=convert
+            self._session_call,
+            p,
+            job,
+            write=write,
+            append=append,
+            moves_leaf=moves_leaf,
+            switches_file=switches_file,
+            convert=convert,
         )
         pending = self.pending_deletes
         by_uri = self._held_by_uri(p, None)
@@ -448,6 +463,7 @@ class PiSessionServer:
         write: bool,
         append: bool,
         moves_leaf: bool,
+        switches_file: bool,
         convert: Callable[[Any, Slot], Any] | None,
         keys: FileKeys | None = None,
     ) -> Job[Any]:
@@ -459,6 +475,8 @@ class PiSessionServer:
                 value = self._write(slot, job, append) if write else job(slot.opened())
                 if moves_leaf:
                     self._tell_leaf_move(slot, leaf_before)
+                if switches_file:
+                    self._tell_switch(slot)
                 if convert is not None:
                     value = convert(value, slot)
                 return encoded_reply(value)
@@ -521,8 +539,8 @@ class PiSessionServer:
                 if manager.reload_due and self.poller.follows
                 else manager.take_appended_by_others()
             )
-            if change is not None:
-                self._tell_change(slot, change)
+            for told in _with_own_append(change, value if append else ABSENT, manager.get_leaf_id()):
+                self._tell_change(slot, told)
             return value
 
     def _tell_leaf_move(self, slot: Slot, leaf_before: Any) -> None:
@@ -533,6 +551,12 @@ class PiSessionServer:
         if strict_equal(leaf, leaf_before):  # (None is None: no leaf before or after)
             return
         self._tell_change(slot, FileChange("leafMoved", [], leaf))
+
+    def _tell_switch(self, slot: Slot) -> None:
+        """``pi/didChange`` ``reloaded`` for a session that a request left on another file or on a
+        new session: its views load what the handle shows now (the uri is the new file's)."""
+        slot.note_file()
+        self._tell_change(slot, FileChange("reloaded", [], slot.opened().get_leaf_id()))
 
     def _tell_change(self, slot: Slot, change: FileChange) -> None:
         """``pi/didChange`` for what a refresh of the session of ``slot`` took in, if anything."""
@@ -622,6 +646,19 @@ class PiSessionServer:
         if skipped:
             info["skipped"] = [problem.to_json() for problem in skipped[:SKIPPED_LISTED]]
         return info
+
+
+def _with_own_append(change: FileChange | None, own_id: Any, leaf: Any) -> list[FileChange]:
+    """What a write tells (in order): ``change``, what another program did to the file right
+    before it, and the entry ``own_id`` the write appended (ABSENT: none), with the session's
+    ``leaf`` now. Lines another program appended before ours and ours are told as one ``appended``,
+    in file order; a reload read ours with the rest of the file, and tells it."""
+    told = [] if change is None or change.kind == "unchanged" else [change]
+    if own_id is ABSENT or (told and told[-1].kind == "reloaded"):
+        return told
+    if told and told[-1].kind == "appended":
+        return [FileChange("appended", [*told[-1].new_entry_ids, own_id], leaf)]
+    return [*told, FileChange("appended", [own_id], leaf)]
 
 
 def _keep_leaf(manager: SessionManager, leaf: Any) -> None:

@@ -137,7 +137,6 @@ def _register_file_switches(server: PiSessionServer) -> None:
     route = server.connection.route
 
     def switched(value: Any, slot: Slot) -> dict[str, Any]:
-        slot.note_file()
         info = server.slot_info(slot)
         info["result"] = value
         return info
@@ -146,14 +145,22 @@ def _register_file_switches(server: PiSessionServer) -> None:
     def pi_create_branched_session(params: Any) -> Any:
         p = P.parse(params, P.CreateBranchedSessionParams)
         return server.session_call(
-            p, lambda m: m.create_branched_session(P.opt(p.leaf_id)), write=True, convert=switched
+            p,
+            lambda m: m.create_branched_session(P.opt(p.leaf_id)),
+            write=True,
+            switches_file=True,
+            convert=switched,
         )
 
     @route("pi/newSession")
     def pi_new_session(params: Any) -> Any:
         p = P.parse(params, P.NewSessionParams)
         return server.session_call(
-            p, lambda m: m.new_session(P.options_dict(p.options)), write=True, convert=switched
+            p,
+            lambda m: m.new_session(P.options_dict(p.options)),
+            write=True,
+            switches_file=True,
+            convert=switched,
         )
 
     @route("pi/setSessionFile")
@@ -167,4 +174,4 @@ def _register_file_switches(server: PiSessionServer) -> None:
         # the file is resolved in the session's environment, which a worker knows: a path that is
         # not absolute waits for every pending delete
         target = deleted_as(p.path, server.environment) if os.path.isabs(p.path) else None
-        return server.session_call(p, job, write=True, convert=switched, files=[target])
+        return server.session_call(p, job, write=True, switches_file=True, convert=switched, files=[target])

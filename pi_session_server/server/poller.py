@@ -5,10 +5,10 @@ Every ``watch_interval`` seconds (150 ms by default: well inside the 500 ms prom
 poller's own queue looks at each followed file (``stat``: inode, size, mtime). A file that changed
 is handed to its owner's queue: a session takes the change in with ``refresh_from_disk()`` (only
 the new bytes are read; a truncated or replaced file is reloaded) and the client gets
-``pi/didChange``. Our own appends change the file too; the refresh then finds nothing new and
-nothing is sent, unless an append of ours found whole lines another program had just appended
-before it (``appended``, with their ids). A file found without a session header is told once as ``rewriting``, and looked at
-on every tick until it either gets a header (``reloaded``) or holds still long enough to be told
+``pi/didChange``. Our own appends change the file too; each is told by the request that wrote it
+(``appended``, before its answer, with the whole lines another program had just appended before
+it, if any), so the refresh then finds nothing new and nothing more is sent. A file found without
+a session header is told once as ``rewriting``, and looked at on every tick until it either gets a header (``reloaded``) or holds still long enough to be told
 ``unreadable`` (see ``SessionManager.refresh_from_disk``); nothing more is sent while it stays so.
 The event loop only sets the timer: no ``stat`` ever runs on it.
 

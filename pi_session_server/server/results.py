@@ -597,14 +597,19 @@ class DidChangeParams(Result, kw_only=True):
     kind: Annotated[
         Literal["appended", "reloaded", "rewriting", "unreadable", "deleted", "leafMoved"],
         Meta(
-            description="appended: new lines at the end (newEntryIds), also whole lines another process "
-            "appended right before an append of ours (told by pi/foreignWriter), which come before ours in "
-            "the session as in the file and are told before its answer; reloaded: the file was truncated, replaced or rewritten (also in "
+            description="appended: new lines at the end (newEntryIds), pi's and also an entry a request "
+            "appended (pi/append, pi/appendContextEdit), told before its answer so that every view of the "
+            "session takes it in, not only the one that asked (once: not again when the file is found grown by "
+            "it); whole lines another process "
+            "appended right before an append of ours (told by pi/foreignWriter) come before ours in "
+            "the session as in the file and are told with it before its answer; reloaded: the file was truncated, replaced or rewritten (also in "
             "place, keeping its size) and read again, or another process wrote to it right before an append "
             "of ours what an append cannot tell (a line cut short or not an entry, a header, an id the session "
             "has, bytes written while ours were) and it was read again whole, told before that append's "
             "answer (our entry is in what a refetch finds); either way the session is "
-            "what a fresh open gives; rewriting: another "
+            "what a fresh open gives; also a request left the handle on another file or a new session "
+            "(pi/createBranchedSession, pi/newSession, pi/setSessionFile), told before its answer with the "
+            "uri of what it shows now and newEntryIds empty: its views load it anew; rewriting: another "
             "program is writing the file again (it is empty or has no header yet), told once when the "
             "server first finds it so: the session stays as it was, nothing is lost or an error; "
             "reloaded follows once the file has a header again (read it again then), or unreadable; "
@@ -616,7 +621,7 @@ class DidChangeParams(Result, kw_only=True):
             "leafMoved: a request moved the session's leaf (pi/branch, pi/resetLeaf, pi/branchWithSummary), "
             "told before its answer, so that every view of the session follows it, not only the one that "
             "asked: leafId is the leaf now (null: before the first entry), newEntryIds is empty (the entry "
-            "pi/branchWithSummary wrote is the leaf; a request's own appends are not told)"
+            "pi/branchWithSummary wrote is the leaf: it is not told as appended too)"
         ),
     ]
     new_entry_ids: Annotated[list[Any], Meta(description="ids of the entries that are new (file order)")]

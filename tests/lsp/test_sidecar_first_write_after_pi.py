@@ -57,8 +57,11 @@ async def test_lines_pi_appended_before_the_first_write_by_uri_come_first_and_ar
         assert lines[-1]["parentId"] == leaf  # the leaf the session held, as pi appends
         info = await side.request("pi/getInfo", {"uri": uri})
         assert info["readOnly"] is False and info["leafId"] == own["id"]
+        # pi's lines, then ours (told as pi's are: every view of the session takes it in)
+        told = {"session": info["session"], "uri": uri, "kind": "appended"}
         assert side.notifications.get("pi/didChange") == [
-            {"session": info["session"], "uri": uri, "kind": "appended", "newEntryIds": ids, "leafId": leaf}
+            {**told, "newEntryIds": ids, "leafId": leaf},
+            {**told, "newEntryIds": [own["id"]], "leafId": own["id"]},
         ]
 
         after = await side.request("pi/getStats", {"uri": uri})
@@ -87,9 +90,11 @@ async def test_the_first_write_by_uri_after_pi_appended_keeps_the_leaf_the_sessi
         ids = pi_appends(path, last)
         own = await side.request("pi/append", {"uri": uri, "kind": "message", "message": MESSAGE})
         assert (await side.request("pi/getEntry", {"uri": uri, "id": own["id"]}))["parentId"] == "1e2f3a4b"
-        moved, change = side.notifications["pi/didChange"]  # (the branch, told before its answer)
+        # (the branch, told before its answer; pi's lines; ours)
+        moved, change, appended = side.notifications["pi/didChange"]
         assert moved["kind"] == "leafMoved" and moved["leafId"] == "1e2f3a4b"
         assert change["newEntryIds"] == ids and change["leafId"] == "1e2f3a4b"
+        assert appended["newEntryIds"] == [own["id"]] and appended["leafId"] == own["id"]
         assert (await side.request("pi/getEntry", {"uri": uri, "id": ids[0]}))["parentId"] == last
     finally:
         await stop_sidecar(side)

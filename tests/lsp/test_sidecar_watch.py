@@ -53,7 +53,8 @@ def append_elsewhere(path: Path, parent: str, *ids: str) -> None:
 async def test_appends_by_another_process_arrive_as_did_change(sidecar, tmp_path):
     session, path = await sidecar.open_example(tmp_path)
     leaf = (await sidecar.request("pi/getLeaf", {"session": session}))["leafId"]
-    # our own append first: it must not be reported as a change
+    # our own append first: told once, before its answer (every view of the session takes it in,
+    # not only the one that asked), and not again when the watcher finds the file grown by it
     own = await sidecar.request(
         "pi/append",
         {
@@ -62,16 +63,14 @@ async def test_appends_by_another_process_arrive_as_did_change(sidecar, tmp_path
             "message": {"role": "user", "content": "mine", "timestamp": 1},
         },
     )
+    told = {"session": session, "uri": path.as_uri(), "kind": "appended"}
+    ours = {**told, "newEntryIds": [own["id"]], "leafId": own["id"]}
+    assert sidecar.notifications["pi/didChange"] == [ours]
+    await asyncio.sleep(0.5)  # (the watcher looks at the file grown by ours)
     append_elsewhere(path, own["id"], "ext00001", "ext00002")
-    change = await sidecar.wait_for("pi/didChange", lambda p: p["kind"] == "appended")
-    assert change == {
-        "session": session,
-        "uri": path.as_uri(),
-        "kind": "appended",
-        "newEntryIds": ["ext00001", "ext00002"],
-        "leafId": "ext00002",
-    }
-    assert sidecar.notifications["pi/didChange"] == [change]
+    change = await sidecar.wait_for("pi/didChange", lambda p: p != ours)
+    assert change == {**told, "newEntryIds": ["ext00001", "ext00002"], "leafId": "ext00002"}
+    assert sidecar.notifications["pi/didChange"] == [ours, change]
     page = await sidecar.request("pi/getEntries", {"session": session, "since": own["id"]})
     assert [e["id"] for e in page["entries"]] == ["ext00001", "ext00002"]
     assert (await sidecar.request("pi/getLeaf", {"session": session}))["leafId"] == "ext00002"
@@ -119,7 +118,8 @@ async def until_the_server_read(side: Sidecar, idle_session: str) -> None:
 async def test_lines_another_process_appended_right_before_ours_are_appended(sidecar, tmp_path):
     """pi appends whole lines and an append of ours follows before the server looked at the file:
     pi/foreignWriter says so, and pi/didChange tells them as ``appended`` (a front end fetches just
-    them), not ``reloaded`` (it would fetch everything); the session is what a fresh open gives."""
+    them), not ``reloaded`` (it would fetch everything), with ours after them in one notification;
+    the session is what a fresh open gives."""
     session, path = await sidecar.open_example(tmp_path)
     leaf = (await sidecar.request("pi/getLeaf", {"session": session}))["leafId"]
 
@@ -141,7 +141,7 @@ async def test_lines_another_process_appended_right_before_ours_are_appended(sid
         "session": session,
         "uri": path.as_uri(),
         "kind": "appended",
-        "newEntryIds": ["ext00001", "ext00002"],
+        "newEntryIds": ["ext00001", "ext00002", own["id"]],
         "leafId": own["id"],
     }
     page = await sidecar.request("pi/getEntries", {"session": session, "since": leaf})
@@ -193,7 +193,8 @@ async def test_a_server_that_follows_no_file_keeps_what_a_session_read(tmp_path)
         own = await append_while_another_writes(
             side, path, {"session": session, "kind": "message", "message": MINE}, an_editor_saves_it_shorter
         )
-        assert "pi/didChange" not in side.notifications
+        [change] = side.notifications["pi/didChange"]  # (our entry only: nothing read again)
+        assert (change["kind"], change["newEntryIds"]) == ("appended", [own["id"]])
         page = await side.request("pi/getEntries", {"session": session})
         assert [e["id"] for e in page["entries"]] == [*before, own["id"]]
     finally:
@@ -363,7 +364,7 @@ async def test_a_file_the_session_created_and_another_program_deleted_between_tw
         await asyncio.sleep(1.0)  # looked at, missing
         await side.request("pi/append", {"session": session, "kind": "message", "message": MINE})
         path.unlink()  # (well before the next look, as a rule)
-        change = await side.wait_for("pi/didChange", timeout=5)
+        change = await side.wait_for("pi/didChange", lambda p: p["kind"] != "appended", timeout=5)
         assert (change["session"], change["kind"]) == (session, "deleted")
     finally:
         await stop_sidecar(side)

@@ -112,8 +112,10 @@ def test_the_first_write_by_uri_after_pi_appended_keeps_the_session_and_tells_pi
         # pi's entry and ours added to the totals kept, nothing counted again
         assert session_stats._stats.totals(looked) is totals and totals.count == 14
         told = [params for method, params in running.notifications if method == "pi/didChange"]
+        own = reply["result"]["id"]  # (pi's line, then ours)
         assert [(p["kind"], p["newEntryIds"], p["leafId"]) for p in told] == [
-            ("appended", ["x0000001"], "t2z")
+            ("appended", ["x0000001"], "t2z"),
+            ("appended", [own], own),
         ]
         _watcher_looks(running, uri)
         assert slot.last_stat is not None  # it looked, and found the file changed: refreshed

@@ -812,6 +812,10 @@ test('a page refused after an append the tree follows is asked again at the foll
     local revisions = { pages[#pages - 1].revision, pages[#pages].revision }
     truthy(revisions[1] ~= revisions[2] and revisions[2] == state.tree.revision, 'asked again at the revision followed: ' .. vim.inspect(revisions))
   end
+  local catch_up_wait = require('pi_session.tree').CATCH_UP_WAIT_MS
+  require('pi_session.tree').CATCH_UP_WAIT_MS = TIMEOUT -- (the notification comes well within it)
+  local handlers = client.handlers
+  local on_did_change = handlers['pi/didChange']
   local ok, err = pcall(function()
     -- the follow ends before the refusal comes back
     holding = page_pinned
@@ -843,8 +847,35 @@ test('a page refused after an append the tree follows is asked again at the foll
     holding = nil
     held[2].release()
     page_taken_in('refused during the follow')
+    -- the refusal comes back before the pi/didChange it is due to: it waits for it, a while
+    held = {}
+    holding = page_pinned
+    local told = {}
+    handlers['pi/didChange'] = function(...)
+      table.insert(told, { ... })
+    end
+    scroll_up()
+    waiting(1)
+    append_turn()
+    truthy(vim.wait(TIMEOUT, function()
+      return #told > 0
+    end, 20), 'the append was not told')
+    holding = nil
+    held[1].release()
+    local refused = vim.wait(TIMEOUT, function()
+      return state.refresh_waiters ~= nil or state.loading
+    end, 20)
+    handlers['pi/didChange'] = on_did_change
+    truthy(refused, 'the refusal did not come back')
+    eq(counted.loads, 0, 'no load anew begun on the refusal')
+    for _, call in ipairs(told) do
+      on_did_change(unpack(call))
+    end
+    page_taken_in('refused before the notification')
   end)
   client.request = recorded
+  handlers['pi/didChange'] = on_did_change
+  require('pi_session.tree').CATCH_UP_WAIT_MS = catch_up_wait
   stop_recording()
   stop_counting()
   options.tree_page_size = 200
@@ -1201,6 +1232,38 @@ test('a move of the leaf by another view (pi/branch, told as pi/didChange leafMo
   wait_lines(view_buf, function(_, t)
     return t:find('Appended while a page was on its way', 1, true) ~= nil
   end, 'the view back on the leaf before')
+  vim.wait(TIMEOUT, function()
+    return not state.loading
+  end, 20)
+  assert(ok, err)
+end)
+
+test('a label set by another view (pi/append, told as pi/didChange appended) is taken in by the tree from one request', function()
+  local session = require('pi_session')
+  local state = require('pi_session.tree').state(tree_buf)
+  local counted, stop_counting = count_tree_loads()
+  local requests, stop_recording = record_tree_requests()
+  local function label(text) -- (no callback: nothing else refreshes)
+    session.request(session_buf, 'pi/append', { kind = 'label', targetId = 'u0000001', label = text })
+  end
+  local ok, err = pcall(function()
+    label('told')
+    wait_lines(tree_buf, function(_, t)
+      return t:find('Refactor the parser please  [told]', 1, true) ~= nil
+    end, 'the tree: the label')
+    vim.wait(TIMEOUT, function()
+      return not state.loading
+    end, 20)
+    eq(counted.loads, 0, 'the tree not loaded anew (a load asks pi/getInfo)')
+    eq(#requests, 1, 'one request: ' .. vim.inspect(requests))
+    eq(type(requests[1].since), 'string', 'asked what changed')
+  end)
+  stop_recording()
+  stop_counting()
+  label('start') -- (as it was, for the tests after this one)
+  wait_lines(tree_buf, function(_, t)
+    return t:find('Refactor the parser please  [start]', 1, true) ~= nil
+  end, 'the label as it was')
   vim.wait(TIMEOUT, function()
     return not state.loading
   end, 20)

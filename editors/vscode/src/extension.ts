@@ -86,6 +86,8 @@ class Extension {
   private followTimer: ReturnType<typeof setTimeout> | undefined;
   /** When the server stopped on its own lately (see serverStopped). */
   private crashes: number[] = [];
+  /** The appends the server told (pi/didChange appended): see labelEntry. */
+  private appendsTold = 0;
   /** The moves of a leaf the server told (pi/didChange leafMoved): see branchHere. */
   private leafMovesTold = 0;
   /** Files the user asked to see as text: a big one is then not sent to the viewer again. */
@@ -447,6 +449,7 @@ class Extension {
       return;
     }
     if (params.kind === 'leafMoved') this.leafMovesTold++;
+    if (params.kind === 'appended') this.appendsTold++;
     if (!changed) {
       void this.tree.refresh();
       return;
@@ -566,7 +569,11 @@ class Extension {
     if (label === undefined) return; // cancelled
     const params: Record<string, unknown> = { uri: this.wireUri(target.uri), kind: 'label', targetId: target.node.id };
     if (label.trim()) params.label = label.trim(); // no label key = clear, as pi's /tree does
+    const told = this.appendsTold;
     await this.request(Methods.append, params);
+    // the server told the append before its answer (pi/didChange appended): the tree and the viewers
+    // of the session take it in already; else (a server that does not tell it) the tree loads anew
+    if (this.appendsTold !== told) return;
     await this.tree.refresh();
   }
 

@@ -34,6 +34,13 @@ export interface TreeSource {
  */
 export const RELOADS_ON_CHANGE = 5;
 
+/**
+ * How long a window refused because the session changed waits for the pi/didChange the change is
+ * told by, when the refusal came first (then the tree follows, and the window is asked again at the
+ * new revision); none by then: the tree is loaded anew.
+ */
+export const CATCH_UP_WAIT_MS = 1_000;
+
 /** Sessions with at most this many entries open with every branch expanded (as pi's /tree shows them). */
 export const EXPAND_ALL_UP_TO = 2_000;
 
@@ -69,6 +76,10 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
   private topChanges = 0;
   private topChangesFetched = 0;
   private topFetchedWaiters: (() => void)[] = [];
+  /** See CATCH_UP_WAIT_MS (a test sets a shorter wait). */
+  catchUpWaitMs = CATCH_UP_WAIT_MS;
+  /** The refused windows waiting for the next refresh or reload (see caughtUpTo). */
+  private refreshWaiters: (() => void)[] = [];
 
   constructor(
     private readonly source: TreeSource,
@@ -106,6 +117,12 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
    * before the load, or the server answers that it must be loaded anew, or the request fails.
    */
   refresh(newLeaf?: { id: unknown }): Promise<void> {
+    const started = this.queueRefresh(newLeaf);
+    this.wakeRefreshWaiters();
+    return started;
+  }
+
+  private queueRefresh(newLeaf: { id: unknown } | undefined): Promise<void> {
     // a load queued and not started yet takes this change in too: it follows only if both can be
     this.nextLeaf = newLeaf && (!this.queued || this.nextLeaf) ? newLeaf : undefined;
     if (!this.loading) return this.startLoad();
@@ -128,7 +145,28 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
     this.generation++;
     this.queued = undefined;
     this.nextLeaf = undefined;
-    return this.startLoad();
+    const started = this.startLoad();
+    this.wakeRefreshWaiters();
+    return started;
+  }
+
+  private wakeRefreshWaiters(): void {
+    for (const wake of this.refreshWaiters.splice(0)) wake();
+  }
+
+  /** Resolves at the next refresh or reload (its load running or queued then), or after `ms`. */
+  private nextRefresh(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.refreshWaiters = this.refreshWaiters.filter((waiter) => waiter !== wake);
+        resolve();
+      }, ms);
+      this.refreshWaiters.push(wake);
+    });
   }
 
   private startLoad(): Promise<void> {
@@ -231,8 +269,9 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
    * Ask `tree` for windows (`ask`: a page, the levels down to an entry), pinned to the revision its
    * rows were cut from. Refused because the session changed (TreeChanged, naming its revision now):
    * pi appended, and the tree takes that in (follow) when pi/didChange tells it, which may be before
-   * the refusal comes back or while it does. Once the tree has followed to the revision the refusal
-   * names (the loads running or queued then ended first), `ask` runs again, at that revision. Else
+   * the refusal comes back, while it does, or after it (then the refusal waits for it, up to
+   * catchUpWaitMs). Once the tree has followed to the revision the refusal names (the loads running
+   * or queued then ended first), `ask` runs again, at that revision. Else
    * (the follow answered that the tree must be loaded anew, failed, or none came) the tree is
    * loaded anew, as it is when the second ask is refused too: a session that keeps changing is not
    * chased. `answer`: what `ask` answered; undefined when it did not (the tree is loaded anew).
@@ -250,9 +289,15 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
     }
   }
 
-  /** Is `tree` shown, at `revision`, once the loads running or queued now have ended (if it is not yet)? */
+  /**
+   * Is `tree` shown, at `revision`, once the loads running or queued now have ended (if it is not yet)?
+   * None running or queued: the change was not told yet, and the next refresh (its pi/didChange) is
+   * waited for, up to catchUpWaitMs.
+   */
   private async caughtUpTo(tree: LazyTree, revision: string | undefined): Promise<boolean> {
     if (revision === undefined) return false;
+    const untold = tree === this.tree && tree.revision !== revision && !this.loading && !this.queued;
+    if (untold) await this.nextRefresh(this.catchUpWaitMs);
     if (tree.revision !== revision) await (this.queued ?? this.loading);
     return tree === this.tree && tree.revision === revision;
   }

@@ -235,12 +235,20 @@ function M.label(text)
       if label ~= '' then
         params.label = label -- no label key clears it, as pi's /tree does
       end
+      local tree = require('pi_session.tree')
+      local told = tree.appends_told
       M.request(bufnr, 'pi/append', params, function(err)
+        -- (counted now: the notification told before the answer is handled before this callback)
+        local append_told = tree.appends_told ~= told
         vim.schedule(function()
           if err then
             return vim.notify('pi-session: label failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
           end
-          require('pi_session.tree').refresh_for(bufnr)
+          -- the server told the append before its answer (pi/didChange appended): the trees and
+          -- views of the session take it in already; else the trees load anew
+          if not append_told then
+            tree.refresh_for(bufnr)
+          end
         end)
       end)
     end

@@ -231,6 +231,11 @@ end
 --- error is shown, and the session's next change (pi/didChange) loads it again.
 M.RELOADS_ON_CHANGE = 5
 
+--- How long a window refused because the session changed waits for the pi/didChange the change is
+--- told by, when the refusal came first (then the tree follows, and the window is asked again at
+--- the new revision); none by then: the tree is loaded anew.
+M.CATCH_UP_WAIT_MS = 1000
+
 local follow, load_anew
 
 --- Reload a tree buffer, asynchronously: the top level around the leaf and each level down to it
@@ -260,9 +265,16 @@ function M.refresh(buf, now, new_leaf)
   state.load_again, state.next_leaf = false, nil
   state.loading_filter = state.filter
   if new_leaf and not now and state.tree and not state.error then
-    return follow(buf, state, new_leaf.id)
+    follow(buf, state, new_leaf.id)
+  else
+    load_anew(buf, state)
   end
-  load_anew(buf, state)
+  -- the windows refused before this change was told wait for its load (see catch_up)
+  local waiting = state.refresh_waiters or {}
+  state.refresh_waiters = nil
+  for _, wake in ipairs(waiting) do
+    wake()
+  end
 end
 
 --- What a load does when it ends (shown unless another started since): draw it, the windows refused
@@ -386,6 +398,8 @@ M.same_file = same_file
 
 --- The moves of a leaf the server told (pi/didChange leafMoved): see :PiSessionBranch.
 M.leaf_moves_told = 0
+--- The appends the server told (pi/didChange appended): see :PiSessionLabel.
+M.appends_told = 0
 
 --- pi/didChange from the server: reload the trees of that session.
 function M.on_did_change(params)
@@ -394,6 +408,8 @@ function M.on_did_change(params)
   end
   if params.kind == 'leafMoved' then
     M.leaf_moves_told = M.leaf_moves_told + 1
+  elseif params.kind == 'appended' then
+    M.appends_told = M.appends_told + 1
   end
   if params.kind == 'rewriting' then
     -- another program is writing the file again: the server keeps the session as it was and
@@ -437,10 +453,11 @@ end
 
 --- After a window of `tree` was refused because the session changed (`err`: TreeChanged, naming
 --- its revision now): pi appended, and the tree takes that in (follow) when pi/didChange tells it,
---- which may be before the refusal comes back or while it does. Once the tree has followed to the
---- revision the refusal names (the load running then ended first), `ask` again, at that revision;
---- else (the follow answered that the tree must be loaded anew, failed, or none came) the tree is
---- loaded anew. Nothing when another tree is shown by then (it was loaded anew already).
+--- which may be before the refusal comes back, while it does, or after it (then the refusal waits
+--- for it, up to M.CATCH_UP_WAIT_MS). Once the tree has followed to the revision the refusal names
+--- (the load running then ended first), `ask` again, at that revision; else (the follow answered
+--- that the tree must be loaded anew, failed, or none came) the tree is loaded anew. Nothing when
+--- another tree is shown by then (it was loaded anew already).
 local function catch_up(buf, state, tree, err, ask)
   local revision = type(err.data) == 'table' and err.data.revision or nil
   local function decide()
@@ -452,9 +469,33 @@ local function catch_up(buf, state, tree, err, ask)
     end
     M.refresh(buf)
   end
-  if type(revision) == 'string' and tree.revision ~= revision and state.loading then
+  local function after_load()
     state.after_load = state.after_load or {}
     table.insert(state.after_load, decide)
+  end
+  if type(revision) == 'string' and tree.revision ~= revision and state.tree == tree then
+    if state.loading then
+      return after_load()
+    end
+    -- the change is not told yet: its refresh (the next one) is waited for, a while
+    local waited = false
+    state.refresh_waiters = state.refresh_waiters or {}
+    table.insert(state.refresh_waiters, function()
+      if not waited then
+        waited = true
+        if state.loading then
+          after_load()
+        else
+          decide()
+        end
+      end
+    end)
+    vim.defer_fn(function()
+      if not waited then
+        waited = true
+        decide()
+      end
+    end, M.CATCH_UP_WAIT_MS)
     return
   end
   decide()

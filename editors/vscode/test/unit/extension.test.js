@@ -536,6 +536,29 @@ test('Label Entry appends a label; an empty answer clears it (no label key); can
   ]);
 });
 
+test('Label Entry with a server that tells the append (pi/didChange appended before its answer) takes it in once, from one levels request', async (t) => {
+  let client;
+  const server = makeTreeServer(ENTRIES, 'a3');
+  const tells = (method, params) => {
+    if (method !== 'pi/append') return null;
+    server.relabel(params.targetId, params.label);
+    client.notify('pi/didChange', { session: 's', uri: SESSION_URI, kind: 'appended', newEntryIds: ['l1'], leafId: 'a3' });
+    return { id: 'l1', leafId: 'a3' };
+  };
+  const activation = await activated({ server, other: tells, cursorLine: 4 });
+  client = activation.client;
+  t.after(activation.restore);
+  await children(activation.api);
+  const asked = client.requests.length;
+  activation.state.inputBoxAnswer = 'keep';
+  await activation.state.commands.get('piSession.labelEntry')();
+  await flush();
+  const after = client.requests.slice(asked);
+  const trees = after.filter((r) => r.method === 'pi/getTree' && r.params.rootId === undefined);
+  assert.deepEqual(trees.map((r) => r.params.since), ['1'], 'followed, not loaded anew');
+  assert.equal(after.filter((r) => r.method === 'pi/getInfo').length, 0, 'not loaded anew');
+});
+
 test('a tree row opens its line in the session editor', async (t) => {
   const { state, doc, restore } = await activated();
   t.after(restore);

@@ -556,6 +556,33 @@ for (const [what, reveal] of Object.entries(reveals)) {
     reveal.check(answer, provider);
     await assertHoldsAFreshLoad(server, provider);
   });
+
+  test(`${what} refused before the pi/didChange it is due to waits for it, then is asked again at the followed revision, not loaded anew`, async () => {
+    const server = makeTreeServer(revealEntries(), 'a59');
+    const { source, provider, held, gate } = holdingTree(server);
+    await provider.setDocument(A);
+    provider.catchUpWaitMs = 60_000; // (the notification comes well within it)
+    gate.holding = pinnedTo('1');
+    const asking = reveal.ask(provider);
+    await waitingFor(held, 1);
+    server.append([{ id: 'n60', parent: 'a59', role: 'user' }]);
+    held[0].release(); // refused, pi/didChange not here yet
+    for (let i = 0; i < 10; i++) await flush();
+    assert.equal(source.infos, 1, 'no load anew begun on the refusal');
+    await provider.refresh({ id: 'n60' }); // pi/didChange: the view follows
+    const answer = await asking;
+    await loadsEnded(provider);
+    assert.equal(source.infos, 1, 'not loaded anew');
+    assert.ok(provider.followed);
+    const answered = server.log.slice(server.log.indexOf(held[0].params));
+    assert.deepEqual(
+      answered.filter((p) => p.since === undefined).map((p) => p.revision),
+      ['1', '2'],
+      'refused at the revision held, then asked again at the followed one',
+    );
+    reveal.check(answer, provider);
+    await assertHoldsAFreshLoad(server, provider);
+  });
 }
 
 test('a window refused when the view cannot catch up is loaded anew, once: no follow, a follow that reloaded, a second refusal', async () => {
@@ -563,6 +590,7 @@ test('a window refused when the view cannot catch up is loaded anew, once: no fo
   let server = makeTreeServer(revealEntries(), 'a59');
   let view = holdingTree(server);
   await view.provider.setDocument(A);
+  view.provider.catchUpWaitMs = 10; // (waited for, in vain)
   view.gate.holding = pinnedTo('1');
   let asking = view.provider.locate('u2');
   await waitingFor(view.held, 1);
