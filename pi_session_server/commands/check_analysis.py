@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ..analysis.diagnostics import Diagnostic, document_diagnostics
 from ..analysis.document import SessionDocument
-from ..analysis.positions import UTF32, to_column
+from ..analysis.positions import UTF16, UTF32, to_column
+from ..server.lone_cr import LoneCarriageReturns, editor_line_end, lone_crs_of_file, lsp_position
 from ..session.releases import DEFAULT_PI
 from ._common import open_failure, special_file_problem
 from .check_report import FileReport, Finding
@@ -35,13 +36,32 @@ def report_file(path: str, pi: str = DEFAULT_PI, *, end: int | None = None) -> F
     doc, diagnostics, failure = check_file(path, pi, end)
     if doc is None:
         return FileReport([], failure)
+    lone_crs = _lone_crs(path, end) if diagnostics else LoneCarriageReturns()
     findings = []
     for d in diagnostics:
-        start, end = _columns(doc, d)
-        findings.append(Finding(d.line + 1, start, end, d.severity.name.lower(), d.code, d.message))
+        raw = doc.lines[d.line].raw
+        start = to_column(raw, d.start, UTF32, doc.errors) + 1
+        end_column = to_column(raw, d.end, UTF32, doc.errors) + 1
+        lsp_start = _lsp_position(doc, lone_crs, d.line, raw, d.start)
+        lsp_end = _lsp_position(doc, lone_crs, d.line, raw, d.end)
+        severity = d.severity.name.lower()
+        findings.append(
+            Finding(d.line + 1, start, end_column, severity, d.code, d.message, *lsp_start, *lsp_end)
+        )
     return FileReport(findings, None)
 
 
-def _columns(doc: SessionDocument, d: Diagnostic) -> tuple[int, int]:
-    raw = doc.lines[d.line].raw
-    return to_column(raw, d.start, UTF32, doc.errors) + 1, to_column(raw, d.end, UTF32, doc.errors) + 1
+def _lone_crs(path: str, end: int | None) -> LoneCarriageReturns:
+    """Where an editor that follows the LSP breaks the file's lines inside pi's (a lone "\\r")."""
+    try:
+        with open(path, "rb") as file:
+            return lone_crs_of_file(file, end)
+    except OSError:  # (read a moment ago: gone since, the lines are placed as pi numbers them)
+        return LoneCarriageReturns()
+
+
+def _lsp_position(
+    doc: SessionDocument, lone_crs: LoneCarriageReturns, line: int, raw: bytes, offset: int
+) -> tuple[int, int]:
+    offset = min(offset, editor_line_end(raw, last=line + 1 >= doc.line_count))
+    return lsp_position(lone_crs, line, raw, offset, UTF16, doc.errors)
