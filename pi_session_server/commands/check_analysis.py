@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..analysis.diagnostics import Diagnostic, document_diagnostics
 from ..analysis.document import SessionDocument
 from ..analysis.positions import UTF16, UTF32, to_column
-from ..server.lone_cr import LoneCarriageReturns, editor_line_end, lone_crs_of_file, lsp_position
+from ..server.lone_cr import LoneCarriageReturns, editor_line_end, lone_crs_of_path, lsp_position
 from ..session.releases import DEFAULT_PI
 from ._common import open_failure, special_file_problem
 from .check_report import FileReport, Finding
@@ -36,7 +36,7 @@ def report_file(path: str, pi: str = DEFAULT_PI, *, end: int | None = None) -> F
     doc, diagnostics, failure = check_file(path, pi, end)
     if doc is None:
         return FileReport([], failure)
-    lone_crs = _lone_crs(path, end) if diagnostics else LoneCarriageReturns()
+    lone_crs = lone_crs_of_path(path, end) if diagnostics else LoneCarriageReturns()
     findings = []
     for d in diagnostics:
         raw = doc.lines[d.line].raw
@@ -49,15 +49,6 @@ def report_file(path: str, pi: str = DEFAULT_PI, *, end: int | None = None) -> F
             Finding(d.line + 1, start, end_column, severity, d.code, d.message, *lsp_start, *lsp_end)
         )
     return FileReport(findings, None)
-
-
-def _lone_crs(path: str, end: int | None) -> LoneCarriageReturns:
-    """Where an editor that follows the LSP breaks the file's lines inside pi's (a lone "\\r")."""
-    try:
-        with open(path, "rb") as file:
-            return lone_crs_of_file(file, end)
-    except OSError:  # (read a moment ago: gone since, the lines are placed as pi numbers them)
-        return LoneCarriageReturns()
 
 
 def _lsp_position(

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import BinaryIO, Final, Protocol
 
 from ..analysis.positions import to_column
+from ..regular_file import open_regular
 
 #: how much of a file :func:`lone_crs_of_file` reads at a time
 _CHUNK: Final = 1 << 20
@@ -184,6 +185,16 @@ def lone_crs_of_file(file: BinaryIO, end: int | None = None) -> LoneCarriageRetu
         if at_end:
             break
     return LoneCarriageReturns.of_offsets(by_line)
+
+
+def lone_crs_of_path(path: str, end: int | None = None) -> LoneCarriageReturns:
+    """:func:`lone_crs_of_file` of the file at ``path``; none where it cannot be read (a FIFO is not
+    waited on)."""
+    try:
+        with open(open_regular(path), "rb") as file:
+            return lone_crs_of_file(file, end)
+    except OSError:
+        return LoneCarriageReturns()
 
 
 def editor_line_end(raw: bytes, last: bool) -> int:

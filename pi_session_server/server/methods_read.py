@@ -1,6 +1,6 @@
 """pi/getTree, pi/getBranch, pi/getChildren, pi/getEntry, pi/getEntries, pi/getLeaf, pi/getLabel,
-pi/getSessionName, pi/getHeader, pi/getInfo, pi/getEntryCount, pi/buildContextEntries,
-pi/buildSessionContext, pi/buildSessionProjection."""
+pi/getSessionName, pi/getHeader, pi/getInfo, pi/getEntryCount, pi/getEntryAtLine, pi/getLineBreaks,
+pi/buildContextEntries, pi/buildSessionContext, pi/buildSessionProjection."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from pi_session_server.session.tree import tree_to_json
 from . import params as P
 from .errors import ENTRY_NOT_FOUND, MAX_TREE_NODES, TOO_LARGE, TREE_CHANGED, PiRpcError, invalid_params
 from .library_tree import library_tree, session_tool_calls, shown_tree
+from .lone_cr import LoneCarriageReturns, lone_crs_of_path
 from .path_view import get_path
 from .raw_parts import RawParts
 from .reply_bytes import entries_bytes, refuse_past_max, reply_bytes
@@ -450,6 +451,18 @@ def _entry_at_line(manager: Any, line: int) -> dict[str, Any] | None:
     return node  # members the entry does not have (ABSENT) are left out on the wire
 
 
+def _line_breaks(manager: Any) -> dict[str, Any]:
+    """Where an editor that ends a line at a lone CR numbers the file's lines otherwise than pi (the
+    file as it is on disk: a session not written yet has none)."""
+    file = manager.get_session_file() if manager.is_persisted() else None
+    found = (
+        lone_crs_of_path(manager.environment.on_disk(file))
+        if isinstance(file, str) and file
+        else LoneCarriageReturns()
+    )
+    return {"loneCarriageReturns": [{"line": n, "count": count} for n, count in found.by_line()]}
+
+
 def _path(manager: Any, p: P.GetPathParams) -> Any:
     try:
         return get_path(manager, P.opt(p.entry_id), p.descend, p.offset, p.limit)
@@ -555,6 +568,7 @@ def register(server: PiSessionServer) -> None:
     read("pi/getEntry", P.GetEntryParams, lambda m, p: _or_null(m.get_entry(P.opt(p.id))))
     read("pi/getEntries", P.GetEntriesParams, _entries_page, _refuse_since_with_offset)
     read("pi/getEntryAtLine", P.GetEntryAtLineParams, lambda m, p: _entry_at_line(m, p.line))
+    read("pi/getLineBreaks", P.SessionParams, lambda m, _p: _line_breaks(m))
     read(
         "pi/getLeaf",
         P.SessionParams,
