@@ -11,13 +11,14 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from operator import methodcaller
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 from msgspec import UNSET
 
 from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsvalue import ABSENT, strict_equal
+from pi_session_server.session import cache_dir
 from pi_session_server.session.context import build_context_entries
 from pi_session_server.session.describe import PreviewCache, home_directory
 from pi_session_server.session.row_tree import RowTree, RowTreeOutgrown
@@ -26,7 +27,7 @@ from pi_session_server.session.tree import tree_to_json
 from . import params as P
 from .errors import ENTRY_NOT_FOUND, MAX_TREE_NODES, TOO_LARGE, TREE_CHANGED, PiRpcError, invalid_params
 from .library_tree import library_tree, session_tool_calls, shown_tree
-from .lone_cr import LoneCarriageReturns, lone_crs_of_path
+from .lone_cr import lone_crs_of_path
 from .path_view import get_path
 from .raw_parts import RawParts
 from .reply_bytes import entries_bytes, refuse_past_max, reply_bytes
@@ -451,16 +452,37 @@ def _entry_at_line(manager: Any, line: int) -> dict[str, Any] | None:
     return node  # members the entry does not have (ABSENT) are left out on the wire
 
 
+# the last files' lone CRs (path -> the file's identity then, the reply): a client asks before
+# each conversion (the cursor moved), and a big file pi wrote is read through to find none
+_line_breaks_kept: dict[str, tuple[cache_dir.Identity, list[dict[str, int]]]] = {}
+_LINE_BREAKS_KEPT: Final = 16
+
+
 def _line_breaks(manager: Any) -> dict[str, Any]:
     """Where an editor that ends a line at a lone CR numbers the file's lines otherwise than pi (the
     file as it is on disk: a session not written yet has none)."""
     file = manager.get_session_file() if manager.is_persisted() else None
-    found = (
-        lone_crs_of_path(manager.environment.on_disk(file))
-        if isinstance(file, str) and file
-        else LoneCarriageReturns()
-    )
-    return {"loneCarriageReturns": [{"line": n, "count": count} for n, count in found.by_line()]}
+    if not isinstance(file, str) or not file:
+        return {"loneCarriageReturns": []}
+    path = manager.environment.on_disk(file)
+    identity = _file_identity(path)
+    kept = _line_breaks_kept.get(path)
+    if identity is not None and kept is not None and kept[0] == identity:
+        return {"loneCarriageReturns": kept[1]}
+    found = [{"line": n, "count": count} for n, count in lone_crs_of_path(path).by_line()]
+    if identity is not None and _file_identity(path) == identity:  # (not changed while it was read)
+        _line_breaks_kept.pop(path, None)
+        while len(_line_breaks_kept) >= _LINE_BREAKS_KEPT:
+            _line_breaks_kept.pop(next(iter(_line_breaks_kept)), None)
+        _line_breaks_kept[path] = (identity, found)
+    return {"loneCarriageReturns": found}
+
+
+def _file_identity(path: str) -> cache_dir.Identity | None:
+    try:
+        return cache_dir.identity(os.stat(path))
+    except (OSError, ValueError):
+        return None
 
 
 def _path(manager: Any, p: P.GetPathParams) -> Any:

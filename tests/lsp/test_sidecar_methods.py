@@ -526,6 +526,11 @@ async def test_line_breaks_tell_an_editor_that_ends_lines_at_a_lone_cr_how_it_nu
         before = text[: starts[node["line"]]]
         assert editor_line(node["line"]) == len(re.findall("\r\n|\r|\n", before)), node["id"]
     assert (await sidecar.request("pi/getEntryAtLine", {"uri": uri, "line": 2}))["id"] == "b"
+    # the file changed (another program appended a line with a lone CR): asked again, it is read again
+    with path.open("ab") as file:
+        file.write((S.user("d", "c").replace('"id"', '\r"id"', 1) + "\n").encode())
+    breaks = (await sidecar.request("pi/getLineBreaks", {"uri": uri}))["loneCarriageReturns"]
+    assert breaks[-1] == {"line": 4, "count": 1}
 
     held = (await sidecar.request("pi/inMemory", {"cwd": str(tmp_path)}))["session"]
     assert await sidecar.request("pi/getLineBreaks", {"session": held}) == {"loneCarriageReturns": []}
