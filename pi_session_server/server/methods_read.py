@@ -27,7 +27,6 @@ from pi_session_server.session.tree import tree_to_json
 from . import params as P
 from .errors import ENTRY_NOT_FOUND, MAX_TREE_NODES, TOO_LARGE, TREE_CHANGED, PiRpcError, invalid_params
 from .library_tree import library_tree, session_tool_calls, shown_tree
-from .lone_cr import lone_crs_of_path
 from .path_view import get_path
 from .raw_parts import RawParts
 from .reply_bytes import entries_bytes, refuse_past_max, reply_bytes
@@ -455,6 +454,7 @@ def _entry_at_line(manager: Any, line: int) -> dict[str, Any] | None:
 # the last files' lone CRs (path -> the file's identity then, the reply): a client asks before
 # each conversion (the cursor moved), and a big file pi wrote is read through to find none
 _line_breaks_kept: dict[str, tuple[cache_dir.Identity, list[dict[str, int]]]] = {}
+_line_breaks_lock = threading.Lock()  # (the sessions' queues run on several workers)
 _LINE_BREAKS_KEPT: Final = 16
 
 
@@ -464,17 +464,21 @@ def _line_breaks(manager: Any) -> dict[str, Any]:
     file = manager.get_session_file() if manager.is_persisted() else None
     if not isinstance(file, str) or not file:
         return {"loneCarriageReturns": []}
+    from pi_session_server.analysis.lone_cr import lone_crs_of_path  # here: see _context
+
     path = manager.environment.on_disk(file)
     identity = _file_identity(path)
-    kept = _line_breaks_kept.get(path)
+    with _line_breaks_lock:
+        kept = _line_breaks_kept.get(path)
     if identity is not None and kept is not None and kept[0] == identity:
         return {"loneCarriageReturns": kept[1]}
     found = [{"line": n, "count": count} for n, count in lone_crs_of_path(path).by_line()]
     if identity is not None and _file_identity(path) == identity:  # (not changed while it was read)
-        _line_breaks_kept.pop(path, None)
-        while len(_line_breaks_kept) >= _LINE_BREAKS_KEPT:
-            _line_breaks_kept.pop(next(iter(_line_breaks_kept)), None)
-        _line_breaks_kept[path] = (identity, found)
+        with _line_breaks_lock:
+            _line_breaks_kept.pop(path, None)
+            while len(_line_breaks_kept) >= _LINE_BREAKS_KEPT:  # (the one asked about longest ago)
+                del _line_breaks_kept[next(iter(_line_breaks_kept))]
+            _line_breaks_kept[path] = (identity, found)
     return {"loneCarriageReturns": found}
 
 

@@ -370,8 +370,8 @@ METHODS: list[Method] = [
         "do, Neovim does not) numbers the session file's lines otherwise than pi, whose lines end at "
         "LF only: the lines holding lone CRs. Every line the pi/* methods take or give is pi's; such "
         "an editor converts its own with this (pi's line N starts at its line N plus the lone CRs of "
-        "the lines before; the editor's lines after a lone CR are the same pi line). Read from the file on disk; "
-        "ask again after pi/didChange.",
+        "the lines before; its lines inside a line with lone CRs are that pi line). Read from the "
+        "file on disk (kept while it is unchanged); ask again after pi/didChange.",
         P.SessionParams,
         R.LineBreaks,
         SESSION_ERRORS,

@@ -1,6 +1,6 @@
 """A lone carriage return, seen by a client that follows the LSP (issue 20, finding 14).
 
-The rule (server/lone_cr.py): positions on the wire follow the LSP, for which "\\n", "\\r\\n" and a
+The rule (analysis/lone_cr.py): positions on the wire follow the LSP, for which "\\n", "\\r\\n" and a
 lone "\\r" all end a line; the analysis keeps pi's lines (split on "\\n" only). A session line with
 a "\\r" between its JSON tokens (white space to pi) is two lines to such a client: everything the
 server says about later lines must name them as the client numbers them, and positions the client

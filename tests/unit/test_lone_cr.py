@@ -1,4 +1,4 @@
-"""server/lone_cr.py: session lines (split on "\\n") against the LSP's lines ("\\n", "\\r\\n" and a
+"""analysis/lone_cr.py: session lines (split on "\\n") against the LSP's lines ("\\n", "\\r\\n" and a
 lone "\\r" end a line), checked against a plain splitter on random texts and random edits."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_session_server.server import lone_cr
-from pi_session_server.server.lone_cr import LoneCarriageReturns, lone_cr_offsets, lone_crs_of_file
+from pi_session_server.analysis import lone_cr
+from pi_session_server.analysis.lone_cr import LoneCarriageReturns, lone_cr_offsets, lone_crs_of_file
 
 
 @dataclass

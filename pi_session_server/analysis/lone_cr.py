@@ -1,11 +1,13 @@
-"""Where LSP lines and session lines part: a lone carriage return.
+"""Where an editor's lines and session lines part: a lone carriage return.
 
 A session file's lines end at ``\\n`` only (pi splits on it; ``\\r\\n`` leaves a ``\\r`` that
 JSON reads as white space). The LSP counts ``\\n``, ``\\r\\n`` *and a lone* ``\\r`` as line breaks,
-and a client that follows it numbers its lines so. The rule of this server: **positions on the
-wire follow the LSP** (a lone ``\\r`` starts a new line); the analysis keeps pi's lines. This module
-maps between the two for a document; with no lone ``\\r`` in it (every session pi writes), both
-numberings are the same and nothing is done.
+and a client that follows it (VS Code) numbers its lines so. The rule of the server: **positions on
+the wire follow the LSP** (a lone ``\\r`` starts a new line); the analysis keeps pi's lines. This
+module maps between the two for a document or a file on disk; with no lone ``\\r`` in it (every
+session pi writes), both numberings are the same and nothing is done. (Beside :mod:`.positions`,
+outside the server: ``pi-session check`` places problems as the language server does without
+importing it.)
 
 A lone ``\\r`` is one not followed by the ``\\n`` that ends its line; at the very end of a document
 without a final ``\\n``, a ``\\r`` is lone too.
@@ -17,8 +19,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from typing import BinaryIO, Final, Protocol
 
-from ..analysis.positions import to_column
 from ..regular_file import open_regular
+from .positions import to_column
 
 #: how much of a file :func:`lone_crs_of_file` reads at a time
 _CHUNK: Final = 1 << 20
