@@ -308,6 +308,11 @@ def _file_json(path: str, found: FileReport, counts: dict[str, int], grown: bool
             "severity": f.severity,
             "code": f.code,
             "message": f.message,
+            # where an editor that follows the LSP places it: lines counted as it counts them
+            "range": {
+                "start": {"line": f.lsp_line, "character": f.lsp_character},
+                "end": {"line": f.lsp_end_line, "character": f.lsp_end_character},
+            },
         }
         for f in found.findings
     ]

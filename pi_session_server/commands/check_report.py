@@ -23,7 +23,9 @@ KEPT_MIN_SIZE: Final = 64 * 1024
 
 
 class Finding(NamedTuple):
-    """One problem as printed: 1-based line and columns (in characters)."""
+    """One problem as printed: 1-based line and columns (in characters); and where an editor that
+    follows the LSP places it (0-based, UTF-16 characters, a lone "\\r" ending a line), as the
+    language server does."""
 
     line: int
     column: int
@@ -31,9 +33,14 @@ class Finding(NamedTuple):
     severity: str  # one of SEVERITIES
     code: str
     message: str
+    lsp_line: int
+    lsp_character: int
+    lsp_end_line: int
+    lsp_end_character: int
 
 
-_SHAPE: Final = (int, int, int, str, str, str)  # the types of Finding's fields, as JSON decodes them
+# the types of Finding's fields, as JSON decodes them
+_SHAPE: Final = (int, int, int, str, str, str, int, int, int, int)
 
 
 class FileReport(NamedTuple):

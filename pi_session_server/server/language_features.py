@@ -10,8 +10,8 @@ only, edited incrementally), never as pygls ``TextDocument`` (which would split 
 rebuild the whole text on every change). Positions: the analysis works in byte offsets within a
 session line; every handler converts with the position encoding negotiated at ``initialize``
 (UTF-16 for VS Code, UTF-8 for Neovim, or UTF-32) and with the LSP's line breaks
-(:mod:`lone_cr`: a lone "\\r" starts a line on the wire; documents read from disk, which the
-editor does not show, keep pi's lines).
+(:mod:`~pi_session_server.analysis.lone_cr`: a lone "\\r" starts a line on the wire; documents
+read from disk, which the editor does not show, keep pi's lines).
 
 Diagnostics: a client that pulls them (``textDocument/diagnostic``) gets them that way only; the
 others get ``publishDiagnostics``, debounced. A big document (``QUICK_OPEN_CHARS``) is published in
@@ -68,8 +68,9 @@ from pi_session_server.analysis.highlights import DECLARATION, highlights
 from pi_session_server.analysis.hover import hover as hover_markdown
 from pi_session_server.analysis.hover import reads_its_line_only
 from pi_session_server.analysis.lines import LineInfo
+from pi_session_server.analysis.lone_cr import LoneCarriageReturns, editor_line_end, lsp_position
 from pi_session_server.analysis.pauses import CHECK_EVERY
-from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_column, to_offset
+from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_offset
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import Symbol, document_symbols
 from pi_session_server.errors import StaleFileError
@@ -84,7 +85,6 @@ from .errors import INVALID_PARAMS, PiRpcError
 from .language_open_text import OpenedText
 from .language_reopen import ClosedDocument, ClosedDocuments
 from .locations import MAX_URI_CHARS, FileKeys, file_keys, require_regular_file, uri_to_path
-from .lone_cr import LoneCarriageReturns
 from .pending_deletes import deleted_as
 from .poller import signature_of
 from .workers import (
@@ -335,8 +335,7 @@ class LanguageFeatures:
         if raw is None:
             raw = doc.lines[line].raw
         offset = min(offset, _editor_line_end(doc, line, raw))
-        lsp_line, start = state.lone_cr.to_lsp(line, offset)
-        return lsp_line, to_column(raw[start:] if start else raw, offset - start, self.encoding, doc.errors)
+        return lsp_position(state.lone_cr, line, raw, offset, self.encoding, doc.errors)
 
     def range(
         self, state: DocState, line: int, start: int, end: int, end_line: int | None = None
@@ -1610,12 +1609,7 @@ _decode_open = msgspec.json.Decoder(_OpenNotification).decode
 
 
 def _editor_line_end(doc: SessionDocument, line: int, raw: bytes) -> int:
-    """Where the editor's text of session line ``line`` (its bytes ``raw``) ends: before the CR of
-    a CRLF, which ends the line to the editor (a column past the line's end is the line's end, as
-    the LSP says, never a place between the CR and the LF)."""
-    if raw.endswith(b"\r") and line + 1 < doc.line_count:
-        return len(raw) - 1
-    return len(raw)
+    return editor_line_end(raw, last=line + 1 >= doc.line_count)
 
 
 def _token_size(token: msgspec.Raw) -> int:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from pi_session_server.analysis.document import SessionDocument
 
-from .lone_cr import LoneCarriageReturns
+from ..analysis.lone_cr import LoneCarriageReturns
 
 #: closed documents kept at most (the oldest goes first)
 KEEP_COUNT = 2

@@ -1,6 +1,6 @@
 """pi/getTree, pi/getBranch, pi/getChildren, pi/getEntry, pi/getEntries, pi/getLeaf, pi/getLabel,
-pi/getSessionName, pi/getHeader, pi/getInfo, pi/getEntryCount, pi/buildContextEntries,
-pi/buildSessionContext, pi/buildSessionProjection."""
+pi/getSessionName, pi/getHeader, pi/getInfo, pi/getEntryCount, pi/getEntryAtLine, pi/getLineBreaks,
+pi/buildContextEntries, pi/buildSessionContext, pi/buildSessionProjection."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from operator import methodcaller
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 from msgspec import UNSET
 
 from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsvalue import ABSENT, strict_equal
+from pi_session_server.session import cache_dir
 from pi_session_server.session.context import build_context_entries
 from pi_session_server.session.describe import PreviewCache, home_directory
 from pi_session_server.session.row_tree import RowTree, RowTreeOutgrown
@@ -450,6 +451,44 @@ def _entry_at_line(manager: Any, line: int) -> dict[str, Any] | None:
     return node  # members the entry does not have (ABSENT) are left out on the wire
 
 
+# the last files' lone CRs (path -> the file's identity then, the reply): a client asks before
+# each conversion (the cursor moved), and a big file pi wrote is read through to find none
+_line_breaks_kept: dict[str, tuple[cache_dir.Identity, list[dict[str, int]]]] = {}
+_line_breaks_lock = threading.Lock()  # (the sessions' queues run on several workers)
+_LINE_BREAKS_KEPT: Final = 16
+
+
+def _line_breaks(manager: Any) -> dict[str, Any]:
+    """Where an editor that ends a line at a lone CR numbers the file's lines otherwise than pi (the
+    file as it is on disk: a session not written yet has none)."""
+    file = manager.get_session_file() if manager.is_persisted() else None
+    if not isinstance(file, str) or not file:
+        return {"loneCarriageReturns": []}
+    from pi_session_server.analysis.lone_cr import lone_crs_of_path  # here: see _context
+
+    path = manager.environment.on_disk(file)
+    identity = _file_identity(path)
+    with _line_breaks_lock:
+        kept = _line_breaks_kept.get(path)
+    if identity is not None and kept is not None and kept[0] == identity:
+        return {"loneCarriageReturns": kept[1]}
+    found = [{"line": n, "count": count} for n, count in lone_crs_of_path(path).by_line()]
+    if identity is not None and _file_identity(path) == identity:  # (not changed while it was read)
+        with _line_breaks_lock:
+            _line_breaks_kept.pop(path, None)
+            while len(_line_breaks_kept) >= _LINE_BREAKS_KEPT:  # (the one asked about longest ago)
+                del _line_breaks_kept[next(iter(_line_breaks_kept))]
+            _line_breaks_kept[path] = (identity, found)
+    return {"loneCarriageReturns": found}
+
+
+def _file_identity(path: str) -> cache_dir.Identity | None:
+    try:
+        return cache_dir.identity(os.stat(path))
+    except (OSError, ValueError):
+        return None
+
+
 def _path(manager: Any, p: P.GetPathParams) -> Any:
     try:
         return get_path(manager, P.opt(p.entry_id), p.descend, p.offset, p.limit)
@@ -555,6 +594,7 @@ def register(server: PiSessionServer) -> None:
     read("pi/getEntry", P.GetEntryParams, lambda m, p: _or_null(m.get_entry(P.opt(p.id))))
     read("pi/getEntries", P.GetEntriesParams, _entries_page, _refuse_since_with_offset)
     read("pi/getEntryAtLine", P.GetEntryAtLineParams, lambda m, p: _entry_at_line(m, p.line))
+    read("pi/getLineBreaks", P.SessionParams, lambda m, _p: _line_breaks(m))
     read(
         "pi/getLeaf",
         P.SessionParams,

@@ -353,7 +353,14 @@ class GetEntryParams(SessionParams, kw_only=True):
 
 
 class GetEntryAtLineParams(SessionParams, kw_only=True):
-    line: Count
+    line: Annotated[
+        int,
+        msgspec.Meta(
+            ge=0,
+            description="0-based line of the file, as pi numbers them (an editor that ends a line at a "
+            "lone CR converts its own with pi/getLineBreaks)",
+        ),
+    ]
 
 
 class GetEntriesParams(SessionParams, kw_only=True):

@@ -365,6 +365,18 @@ METHODS: list[Method] = [
         SESSION_ERRORS,
     ),
     Method(
+        "pi/getLineBreaks",
+        "Where an editor that ends a line at a lone CR (a CR not followed by LF: the LSP and VS Code "
+        "do, Neovim does not) numbers the session file's lines otherwise than pi, whose lines end at "
+        "LF only: the lines holding lone CRs. Every line the pi/* methods take or give is pi's; such "
+        "an editor converts its own with this (pi's line N starts at its line N plus the lone CRs of "
+        "the lines before; its lines inside a line with lone CRs are that pi line). Read from the "
+        "file on disk (kept while it is unchanged); ask again after pi/didChange.",
+        P.SessionParams,
+        R.LineBreaks,
+        SESSION_ERRORS,
+    ),
+    Method(
         "pi/getEntries",
         "getEntries() in file order; `offset` (entries to skip) and `limit` page through them (`since`, an "
         "entry id: the entries after its last occurrence, skips entries when ids repeat, as in a damaged "

@@ -24,7 +24,14 @@ from . import errors as E
 from .params import Count
 
 #: an entry's place in the file
-Line = Annotated[int, Meta(ge=0, description="0-based line of the entry in the file")]
+Line = Annotated[
+    int,
+    Meta(
+        ge=0,
+        description='0-based line of the entry in the file, as pi numbers them (lines end at "\\n" only; '
+        "pi/getLineBreaks tells an editor that also ends a line at a lone CR how it numbers them)",
+    ),
+]
 EntryId = Annotated[Any, Meta(description="The entry's id (null when the entry has none).")]
 OwnParentId = Annotated[Any, Meta(description="The entry's own parentId (absent when the line has none).")]
 Messages = Annotated[list[Any], Meta(description="pi's messages, as the reference builds them")]
@@ -333,6 +340,24 @@ class LineEntry(Result, kw_only=True):
     timestamp: Any = UNSET
     line: Line
     is_leaf: bool
+
+
+class LoneCarriageReturnLine(Result, kw_only=True):
+    line: Annotated[int, Meta(ge=0, description="0-based line of the file, as pi numbers them")]
+    count: Annotated[int, Meta(ge=1, description="the lone CRs in it: each starts a line in the editor")]
+
+
+class LineBreaks(Result, kw_only=True):
+    """Where an editor that ends a line at a lone CR (as the LSP and VS Code do; Neovim does not)
+    numbers the session file's lines otherwise than pi: pi's line N starts at the editor's line N
+    plus the counts of the lines before it, and each of its own lone CRs starts one more."""
+
+    lone_carriage_returns: Annotated[
+        list[LoneCarriageReturnLine],
+        Meta(
+            description="the lines holding a lone CR (a CR not followed by LF), in file order; none in a file pi wrote"
+        ),
+    ]
 
 
 # a window's revision (TreeWindow, TreeLevels)

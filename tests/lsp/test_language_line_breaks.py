@@ -1,6 +1,6 @@
 """A lone carriage return, seen by a client that follows the LSP (issue 20, finding 14).
 
-The rule (server/lone_cr.py): positions on the wire follow the LSP, for which "\\n", "\\r\\n" and a
+The rule (analysis/lone_cr.py): positions on the wire follow the LSP, for which "\\n", "\\r\\n" and a
 lone "\\r" all end a line; the analysis keeps pi's lines (split on "\\n" only). A session line with
 a "\\r" between its JSON tokens (white space to pi) is two lines to such a client: everything the
 server says about later lines must name them as the client numbers them, and positions the client
@@ -9,12 +9,16 @@ sends inside or after that line must reach the right place.
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import builders as S
 import pytest
 from language_support import Editor, client_fixture, codes_by_line, editor_fixture, td  # noqa: F401  (fixtures)
 from lsprotocol import types
+
+from pi_session_server.cli import main
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -170,3 +174,46 @@ async def test_texts_name_lines_as_the_client_numbers_them(editor: Editor) -> No
         types.CodeActionParams(td(uri), types.Range(types.Position(5, 0), types.Position(5, 0)), context)
     )
     assert any("line 7 holds the same entry" in action.title for action in actions or [])
+
+
+async def test_check_json_places_problems_where_the_language_server_does(
+    editor: Editor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``pi-session check --json``'s ``range`` (what VS Code's "Check All Sessions" shows) is the
+    language server's range of each problem of the same file: after a lone "\\r", after an emoji,
+    and at the end of a CRLF line cut short."""
+    cut = S.user("d", "c", text="cut off here")[:-12]
+    text = "".join(
+        line + "\n"
+        for line in (
+            S.header(),
+            with_lone_cr(S.user("a", None, text="first"), "id"),
+            with_lone_cr(S.user("b", "gone", text="😀 数据"), "timestamp"),
+            S.user("c", "a"),
+            cut + "\r",
+        )
+    )
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(text.encode())
+    uri = editor.fresh_uri("cr-check")
+    served = sorted(
+        (d.code, d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character)
+        for d in await editor.open(uri, text)
+    )
+    main(["check", "--json", str(path)])
+    (report,) = json.loads(capsys.readouterr().out)["files"]
+    checked = sorted(
+        (
+            d["code"],
+            d["range"]["start"]["line"],
+            d["range"]["start"]["character"],
+            d["range"]["end"]["line"],
+            d["range"]["end"]["character"],
+        )
+        for d in report["diagnostics"]
+    )
+    assert {code for code, *_ in checked} >= {"PI001", "PI031"}
+    if editor.encoding == "utf-16":  # (check's characters are VS Code's)
+        assert checked == served
+    else:
+        assert [d[:2] + d[3:4] for d in checked] == [d[:2] + d[3:4] for d in served]

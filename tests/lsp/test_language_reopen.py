@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 from in_process_server import InProcess
 
 from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.analysis.lone_cr import LoneCarriageReturns
 from pi_session_server.server import jsonrpc
 from pi_session_server.server.framing import encode_frame
 from pi_session_server.server.language_features import LanguageFeatures
 from pi_session_server.server.language_reopen import ClosedDocuments
-from pi_session_server.server.lone_cr import LoneCarriageReturns
 
 URI = "file:///tmp/pi-reopen/2026-11-30T09-13-48-180Z_grown.jsonl"
 FRESH = "file:///tmp/pi-reopen/2026-11-30T09-13-48-180Z_fresh{}.jsonl"  # a new one each time: never reopened

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -495,3 +496,41 @@ async def test_set_session_file(sidecar, tmp_path):
     with expect_error(-32003):
         await sidecar.request("pi/setSessionFile", {"session": s, "path": str(bad)})
     assert (await sidecar.request("pi/getInfo", {"session": s}))["sessionFile"] == str(source)
+
+
+async def test_line_breaks_tell_an_editor_that_ends_lines_at_a_lone_cr_how_it_numbers_them(sidecar, tmp_path):
+    """pi/getLineBreaks: the lines holding a lone CR (JSON white space to pi, a line break to VS
+    Code). The lines of the other methods stay pi's; with the reply, a client finds the line where
+    VS Code shows each entry of the tree, and pi's line of each of VS Code's lines."""
+    text = "".join(
+        line + "\n"
+        for line in (
+            S.header(),
+            S.user("a", None).replace('"id"', '\r"id"', 1),
+            S.assistant("b", "a").replace('"id"', '\r"id"', 1).replace('"timestamp"', '\r"timestamp"', 1),
+            S.user("c", "b") + "\r",  # (a CRLF: no lone CR)
+        )
+    )
+    path = tmp_path / "cr.jsonl"
+    path.write_bytes(text.encode())
+    uri = path.as_uri()
+    breaks = (await sidecar.request("pi/getLineBreaks", {"uri": uri}))["loneCarriageReturns"]
+    assert breaks == [{"line": 1, "count": 1}, {"line": 2, "count": 2}]
+
+    def editor_line(pi_line: int) -> int:
+        return pi_line + sum(b["count"] for b in breaks if b["line"] < pi_line)
+
+    starts = [0] + [at + 1 for at, char in enumerate(text) if char == "\n"]
+    tree = await sidecar.request("pi/getTree", {"uri": uri})
+    for node in tree["nodes"]:  # VS Code's line where the entry's line starts
+        before = text[: starts[node["line"]]]
+        assert editor_line(node["line"]) == len(re.findall("\r\n|\r|\n", before)), node["id"]
+    assert (await sidecar.request("pi/getEntryAtLine", {"uri": uri, "line": 2}))["id"] == "b"
+    # the file changed (another program appended a line with a lone CR): asked again, it is read again
+    with path.open("ab") as file:
+        file.write((S.user("d", "c").replace('"id"', '\r"id"', 1) + "\n").encode())
+    breaks = (await sidecar.request("pi/getLineBreaks", {"uri": uri}))["loneCarriageReturns"]
+    assert breaks[-1] == {"line": 4, "count": 1}
+
+    held = (await sidecar.request("pi/inMemory", {"cwd": str(tmp_path)}))["session"]
+    assert await sidecar.request("pi/getLineBreaks", {"session": held}) == {"loneCarriageReturns": []}

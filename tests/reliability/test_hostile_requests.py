@@ -268,6 +268,7 @@ READ_ONLY = {
     "pi/getChildren", "pi/getEntry", "pi/getEntries", "pi/getEntryAtLine", "pi/getLeaf", "pi/getLabel", "pi/getSessionName",
     "pi/getHeader", "pi/buildContextEntries", "pi/buildSessionContext", "pi/open", "pi/inMemory",
     "pi/create", "pi/continueRecent", "pi/branch", "pi/resetLeaf", "pi/buildSessionProjection", "pi/getEntryCount",
+    "pi/getLineBreaks",
 }  # fmt: skip
 APPEND_BASES = {
     "message": {"message": USER},
@@ -343,6 +344,7 @@ def base_params(world: World, handle: str, spare: str, entry_id: str) -> dict[st
         "pi/getEntry": [{**on, "id": entry_id}],
         "pi/getEntries": [{**on, "since": entry_id, "limit": 5}],
         "pi/getEntryAtLine": [{**on, "line": 1}],
+        "pi/getLineBreaks": [on],
         "pi/getLeaf": [on],
         "pi/getLabel": [{**on, "id": entry_id}],
         "pi/getSessionName": [on],

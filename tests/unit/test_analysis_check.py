@@ -65,6 +65,10 @@ def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
         "severity": "warning",
         "code": "PI031",
         "message": "parentId `gone` names no entry: pi shows this entry as a root and its context stops here",
+        "range": {
+            "start": {"line": 2, "character": BAD.split("\n")[2].index('"gone"')},
+            "end": {"line": 2, "character": BAD.split("\n")[2].index('"gone"') + 6},
+        },
     }
     assert report["totals"] == {
         "files": 2,

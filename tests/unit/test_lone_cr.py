@@ -1,8 +1,9 @@
-"""server/lone_cr.py: session lines (split on "\\n") against the LSP's lines ("\\n", "\\r\\n" and a
+"""analysis/lone_cr.py: session lines (split on "\\n") against the LSP's lines ("\\n", "\\r\\n" and a
 lone "\\r" end a line), checked against a plain splitter on random texts and random edits."""
 
 from __future__ import annotations
 
+import io
 import random
 import re
 from dataclasses import dataclass
@@ -10,7 +11,8 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_session_server.server.lone_cr import LoneCarriageReturns, lone_cr_offsets
+from pi_session_server.analysis import lone_cr
+from pi_session_server.analysis.lone_cr import LoneCarriageReturns, lone_cr_offsets, lone_crs_of_file
 
 
 @dataclass
@@ -95,3 +97,29 @@ def test_edits_keep_the_mapping_true(text: bytes, rnd: random.Random) -> None:
         lines[:] = session_lines(new)
         crs.edited(lines, first, removed, removed + len(lines) - before)
         check(new, crs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.integers(1, 5), st.integers(0, 45))
+def test_a_file_read_in_chunks_has_the_lone_carriage_returns_of_its_lines(
+    text: bytes, chunk: int, end: int
+) -> None:
+    """A file searched chunk by chunk (a "\\r" cut from its "\\n" at a chunk's end among them),
+    whole or to a byte ``end``, maps lines as its lines scanned one by one do; and says which of
+    its lines hold lone "\\r" (a client numbers its lines from that)."""
+    saved = lone_cr._CHUNK
+    lone_cr._CHUNK = chunk
+    try:
+        for read_to, part in ((None, text), (end, text[:end])):
+            found = lone_crs_of_file(io.BytesIO(text), read_to)
+            check(part, found)
+            scanned = LoneCarriageReturns()
+            scanned.scan(session_lines(part))
+            assert found.by_line() == scanned.by_line()
+    finally:
+        lone_cr._CHUNK = saved
+
+
+def test_the_lines_that_hold_lone_carriage_returns() -> None:
+    found = lone_crs_of_file(io.BytesIO(b"a\r\nb\rc\rd\ne\nf\r"))
+    assert found.by_line() == [(1, 2), (3, 1)]  # ("\\r\\n" ends line 0; the last byte is lone)

@@ -1,8 +1,10 @@
 // Parse the output of `pi-session check --json` into per-file diagnostics. Pure: unit-tested.
 // The CLI writes {"files": [{"path", "summary", "diagnostics": [{"line", "column", "endColumn",
-// "severity": "error"|..., "code", "message"}]}], "totals": {...}} with 1-based lines and columns
-// (as in its text output). Also accepted: diagnostics with an LSP `range` (0-based), a top-level
-// array of file reports, or one report per line (JSON Lines).
+// "severity": "error"|..., "code", "message", "range"}]}], "totals": {...}}: 1-based lines and
+// columns as in its text output (pi's lines), and the LSP `range` the language server would give
+// (0-based, UTF-16, a lone CR ending a line as it does in VS Code), which is the one used. Also
+// accepted: diagnostics without a `range` (an older CLI), a top-level array of file reports, or
+// one report per line (JSON Lines).
 
 export interface PlainPosition {
   line: number;

@@ -15,6 +15,7 @@ import {
 import { applyReports, nothingCheckedReason, runCheck } from './checkAll';
 import { CONTEXT_SCHEME, ContextDocuments, contextDocumentUri } from './contextDocument';
 import { LANGUAGE_ID, registerLanguageDetection } from './detect';
+import { editorLineOf, lineBreaksOf, piLineOf } from './lineBreaks';
 import { EXTENSION_HOST_LIMIT_MB, opensInViewer } from './largeFiles';
 import type { Row, TreeItemData } from './lazyTree';
 import {
@@ -25,6 +26,7 @@ import {
   type ForeignWriterParams,
   type LargeFileParams,
   type LineEntry,
+  type LoneCarriageReturnLine,
   type TreeLevels,
   type TreeNode,
   type TreeView,
@@ -407,7 +409,7 @@ class Extension {
     this.followTimer = setTimeout(() => {
       void (async () => {
         if (!this.treeView.visible) return;
-        const found = await this.request<LineEntry | null>(Methods.getEntryAtLine, { uri: this.wireUri(editor.document.uri), line }).catch(() => null);
+        const found = await this.entryAtEditorLine(editor.document.uri, line).catch(() => null);
         if (!found) return;
         const row = await this.tree.locate(found.id);
         await this.selectInTree(row);
@@ -506,7 +508,7 @@ class Extension {
       throw new Error('open a pi session file first');
     }
     const uri = editor.document.uri;
-    const found = await this.request<LineEntry | null>(Methods.getEntryAtLine, { uri: this.wireUri(uri), line: editor.selection.active.line });
+    const found = await this.entryAtEditorLine(uri, editor.selection.active.line);
     const node = found ?? undefined;
     if (!node && required) {
       // a line without an entry may be a damaged one pi skips, not only the header or a blank line
@@ -514,6 +516,18 @@ class Extension {
       throw new Error(`line ${line} holds no entry pi reads (the header, a blank line, or a line pi skips): put the cursor on an entry`);
     }
     return { uri, node };
+  }
+
+  /** The entry on a line of a session's text editor (pi/getEntryAtLine takes pi's line). */
+  private async entryAtEditorLine(uri: vscode.Uri, line: number): Promise<LineEntry | null> {
+    const piLine = piLineOf(line, await this.lineBreaks(uri));
+    return this.request<LineEntry | null>(Methods.getEntryAtLine, { uri: this.wireUri(uri), line: piLine });
+  }
+
+  /** The lines of a session file holding lone CRs, where VS Code's lines part from pi's (none when
+   * the server cannot tell: a server without pi/getLineBreaks numbers lines as before). */
+  private async lineBreaks(uri: vscode.Uri): Promise<LoneCarriageReturnLine[]> {
+    return lineBreaksOf(await this.request<unknown>(Methods.getLineBreaks, { uri: this.wireUri(uri) }).catch(() => null));
   }
 
   async showContext(arg: unknown, atLeaf: boolean): Promise<void> {
@@ -600,8 +614,9 @@ class Extension {
     return typeof value === 'number' && value > 0 ? value : EXTENSION_HOST_LIMIT_MB;
   }
 
+  /** Show pi's line `line` of a session file (a tree row's, the viewer's) in its text editor. */
   async revealLine(uri: vscode.Uri, line: number): Promise<void> {
-    const position = new vscode.Position(line, 0);
+    const position = new vscode.Position(editorLineOf(line, await this.lineBreaks(uri)), 0);
     const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
     if (open) {
       const editor = await vscode.window.showTextDocument(open, { preserveFocus: false, preview: true });

@@ -1103,6 +1103,10 @@ export interface GetEntryAtLineParams {
    * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
+  /**
+   * 0-based line of the file, as pi numbers them (an editor that ends a line at a lone CR converts
+   * its own with pi/getLineBreaks)
+   */
   line: number;
 }
 
@@ -1494,7 +1498,10 @@ export interface TreeNode {
    */
   preview?: string;
   timestamp?: unknown;
-  /** 0-based line of the entry in the file */
+  /**
+   * 0-based line of the entry in the file, as pi numbers them (lines end at "\n" only;
+   * pi/getLineBreaks tells an editor that also ends a line at a lone CR how it numbers them)
+   */
   line?: number;
   depth: number;
   isLeaf: boolean;
@@ -1636,7 +1643,10 @@ export interface PathItem {
   siblingIds?: unknown[];
   label?: unknown;
   labelTimestamp?: unknown;
-  /** 0-based line of the entry in the file */
+  /**
+   * 0-based line of the entry in the file, as pi numbers them (lines end at "\n" only;
+   * pi/getLineBreaks tells an editor that also ends a line at a lone CR how it numbers them)
+   */
   line?: number;
 }
 
@@ -1696,9 +1706,31 @@ export interface LineEntry {
   label?: unknown;
   labelTimestamp?: unknown;
   timestamp?: unknown;
-  /** 0-based line of the entry in the file */
+  /**
+   * 0-based line of the entry in the file, as pi numbers them (lines end at "\n" only;
+   * pi/getLineBreaks tells an editor that also ends a line at a lone CR how it numbers them)
+   */
   line: number;
   isLeaf: boolean;
+}
+
+/**
+ * Where an editor that ends a line at a lone CR (as the LSP and VS Code do; Neovim does not)
+ * numbers the session file's lines otherwise than pi: pi's line N starts at the editor's line N
+ * plus the counts of the lines before it, and each of its own lone CRs starts one more.
+ */
+export interface LineBreaks {
+  /**
+   * the lines holding a lone CR (a CR not followed by LF), in file order; none in a file pi wrote
+   */
+  loneCarriageReturns: LoneCarriageReturnLine[];
+}
+
+export interface LoneCarriageReturnLine {
+  /** 0-based line of the file, as pi numbers them */
+  line: number;
+  /** the lone CRs in it: each starts a line in the editor */
+  count: number;
 }
 
 export interface EntriesPage {
@@ -1797,6 +1829,7 @@ export interface MethodParams {
   'pi/getChildren': GetChildrenParams;
   'pi/getEntry': GetEntryParams;
   'pi/getEntryAtLine': GetEntryAtLineParams;
+  'pi/getLineBreaks': SessionParams;
   'pi/getEntries': GetEntriesParams;
   'pi/getLeaf': SessionParams;
   'pi/getLabel': GetLabelParams;
@@ -1837,6 +1870,7 @@ export interface MethodResults {
   'pi/getChildren': Entry[];
   'pi/getEntry': Entry | null;
   'pi/getEntryAtLine': LineEntry | null;
+  'pi/getLineBreaks': LineBreaks;
   'pi/getEntries': EntriesPage;
   'pi/getLeaf': LeafResult;
   'pi/getLabel': string | null;
@@ -1884,6 +1918,7 @@ export const Methods = {
   getChildren: 'pi/getChildren',
   getEntry: 'pi/getEntry',
   getEntryAtLine: 'pi/getEntryAtLine',
+  getLineBreaks: 'pi/getLineBreaks',
   getEntries: 'pi/getEntries',
   getLeaf: 'pi/getLeaf',
   getLabel: 'pi/getLabel',

@@ -141,7 +141,8 @@ function M.request_sync(bufnr, method, params, timeout_ms)
 end
 
 --- The entry on a 0-based line of a session buffer (pi/getEntryAtLine: its id, label, type, ...
---- without the tree), asked in the background: callback(node, err) on the main loop, node nil on a
+--- without the tree; the buffer's lines are pi's, as Neovim does not end a line at a lone CR, so
+--- nothing is converted as VS Code does with pi/getLineBreaks), asked in the background: callback(node, err) on the main loop, node nil on a
 --- line without an entry. A session of gigabytes takes the server a while to open: nothing waits.
 ---@param callback fun(node: table|nil, err: any)
 function M.entry_at_line(bufnr, line, callback)

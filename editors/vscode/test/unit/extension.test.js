@@ -568,6 +568,27 @@ test('a tree row opens its line in the session editor', async (t) => {
   assert.equal(shown.document.uri.toString(), SESSION_URI);
 });
 
+test('a file with lone CRs: the lines VS Code shows are converted to pi\'s for the server and back (pi/getLineBreaks)', async (t) => {
+  // pi's line 2 (u2's parent a1) holds two lone CRs: VS Code's lines 2-4; pi's line 3 (u2) is VS Code's 5
+  const breaks = { loneCarriageReturns: [{ line: 2, count: 2 }] };
+  const entryAtLine = [];
+  const other = (method) => (method === 'pi/getLineBreaks' ? breaks : null);
+  const { state, doc, restore } = await activated({ cursorLine: 5, getEntryAtLine: entryAtLineOf(TREE, entryAtLine), other });
+  t.after(restore);
+  // the entry under the cursor: VS Code's line 5 is pi's line 3 (u2); VS Code's line 4 is pi's line 2
+  await state.commands.get('piSession.showContext')();
+  assert.equal(entryAtLine.pop().line, 3);
+  state.emitters.selection.fire({ textEditor: { document: doc, selection: { active: { line: 4, character: 0 } } } });
+  await until(() => entryAtLine.length > 0, 'the tree followed the cursor');
+  assert.equal(entryAtLine.pop().line, 2);
+  // a tree row (pi's line 3; the viewer's "line" button reveals the same way) opens VS Code's line 5
+  state.visibleTextEditors = [{ document: doc }];
+  await state.commands.get('piSession.openEntry')({ uri: SESSION_URI, entryId: 'u2', line: 3 });
+  assert.equal(state.shownDocuments.pop().editor.selection.active.line, 5);
+  await state.commands.get('piSession.openEntry')({ uri: SESSION_URI, entryId: 'u1', line: 1 });
+  assert.equal(state.shownDocuments.pop().editor.selection.active.line, 1); // (above the lone CRs)
+});
+
 test('Restart Server stops the client and starts a new one', async (t) => {
   const { state, restore } = await activated();
   t.after(restore);

@@ -13,6 +13,7 @@ const treeModel = require(path.join(out, 'treeModel.js'));
 const { LazyTree, hasChildContainer, isTreeChanged } = require(path.join(out, 'lazyTree.js'));
 const serverCommand = require(path.join(out, 'serverCommand.js'));
 const { parseCheckOutput } = require(path.join(out, 'checkReport.js'));
+const { editorLineOf, lineBreaksOf, piLineOf } = require(path.join(out, 'lineBreaks.js'));
 const { isSessionHeaderLine, isEntryLine, looksLikeSession } = require(path.join(out, 'detect.js'));
 const render = require(path.join(out, 'viewer', 'render.js'));
 const { makeTreeServer, chainEntries } = require('./fakeTree');
@@ -475,4 +476,36 @@ test('LazyTree: levels that stop short, or another layout, are finished level by
   });
   assert.equal((await other.locate(leaf)).node.id, leaf);
   assert.deepEqual(ids(other), ids(plain));
+});
+
+test('lineBreaks: pi\'s lines ("\\n" only) against VS Code\'s ("\\r\\n", "\\r", "\\n") both ways, from the lone CRs of each line', () => {
+  const text = 'h\na\rb\nc\r\nd\r\re\rf\ng\nh\r';
+  const piLines = text.split('\n');
+  // each line's lone CRs: the "\r" of a "\r\n" is none; the last line's final "\r" is one
+  const reply = {
+    loneCarriageReturns: piLines
+      .map((raw, line) => ({ line, count: (line === piLines.length - 1 ? raw : raw.replace(/\r$/, '')).split('\r').length - 1 }))
+      .filter((b) => b.count > 0)
+      .reverse(), // (any order: sorted)
+  };
+  const breaks = lineBreaksOf(reply);
+  assert.deepEqual(breaks.map((b) => b.line), [1, 3, 5]);
+  // VS Code's lines, each with pi's line it is part of, and where each pi line starts
+  const editorOf = [];
+  let at = 0;
+  const starts = [];
+  piLines.forEach((raw, n) => {
+    starts.push(at);
+    const inside = (n === piLines.length - 1 ? raw : raw.replace(/\r$/, '')).split('\r').length;
+    for (let k = 0; k < inside; k++) editorOf[at++] = n;
+  });
+  assert.equal(editorOf.length, text.split(/\r\n|\r|\n/).length);
+  editorOf.forEach((n, editorLine) => assert.equal(piLineOf(editorLine, breaks), n, `editor line ${editorLine}`));
+  starts.forEach((start, n) => assert.equal(editorLineOf(n, breaks), start, `pi line ${n}`));
+  // past the end, and a reply of another shape (an older server): lines as they are
+  assert.equal(piLineOf(editorOf.length + 3, breaks), piLines.length + 3);
+  for (const other of [null, {}, { loneCarriageReturns: [{ line: -1, count: 1 }, { line: 2, count: 0 }, 'x'] }]) {
+    assert.deepEqual(lineBreaksOf(other), []);
+    assert.equal(piLineOf(7, lineBreaksOf(other)), 7);
+  }
 });

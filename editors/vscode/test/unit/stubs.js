@@ -213,8 +213,8 @@ function createVscode(state) {
       showQuickPick: async (items) => items.find((i) => i.label === state.quickPickAnswer),
       showInputBox: async () => state.inputBoxAnswer,
       showTextDocument: async (document, options) => {
-        state.shownDocuments.push({ document, options });
         const editor = { document, selection: new Selection(new Position(0, 0), new Position(0, 0)), revealRange() {} };
+        state.shownDocuments.push({ document, options, editor });
         return editor;
       },
       setStatusBarMessage: () => new Disposable(),

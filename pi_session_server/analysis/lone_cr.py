@@ -1,11 +1,13 @@
-"""Where LSP lines and session lines part: a lone carriage return.
+"""Where an editor's lines and session lines part: a lone carriage return.
 
 A session file's lines end at ``\\n`` only (pi splits on it; ``\\r\\n`` leaves a ``\\r`` that
 JSON reads as white space). The LSP counts ``\\n``, ``\\r\\n`` *and a lone* ``\\r`` as line breaks,
-and a client that follows it numbers its lines so. The rule of this server: **positions on the
-wire follow the LSP** (a lone ``\\r`` starts a new line); the analysis keeps pi's lines. This module
-maps between the two for a document; with no lone ``\\r`` in it (every session pi writes), both
-numberings are the same and nothing is done.
+and a client that follows it (VS Code) numbers its lines so. The rule of the server: **positions on
+the wire follow the LSP** (a lone ``\\r`` starts a new line); the analysis keeps pi's lines. This
+module maps between the two for a document or a file on disk; with no lone ``\\r`` in it (every
+session pi writes), both numberings are the same and nothing is done. (Beside :mod:`.positions`,
+outside the server: ``pi-session check`` places problems as the language server does without
+importing it.)
 
 A lone ``\\r`` is one not followed by the ``\\n`` that ends its line; at the very end of a document
 without a final ``\\n``, a ``\\r`` is lone too.
@@ -15,7 +17,13 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import BinaryIO, Final, Protocol
+
+from ..regular_file import open_regular
+from .positions import to_column
+
+#: how much of a file :func:`lone_crs_of_file` reads at a time
+_CHUNK: Final = 1 << 20
 
 
 class _Line(Protocol):
@@ -76,6 +84,19 @@ class LoneCarriageReturns:
         # the last two lines too: which line is last (its trailing "\r" lone) may have changed
         self.scan(lines, [*range(first, first + added), len(lines) - 2, len(lines) - 1])
 
+    @classmethod
+    def of_offsets(cls, by_line: dict[int, list[int]]) -> LoneCarriageReturns:
+        """The lone ``\\r`` found elsewhere: ``{line number: offsets just after each}``."""
+        found = cls()
+        found._by_line = by_line
+        found._index()
+        return found
+
+    def by_line(self) -> list[tuple[int, int]]:
+        """(session line, how many lone ``\\r`` it holds), by line: what a client that breaks
+        lines there needs to number a session's lines as its editor does."""
+        return [(n, len(self._by_line[n])) for n in self._lines]
+
     def _index(self) -> None:
         self._lines = sorted(self._by_line)
         self._before = []
@@ -130,3 +151,67 @@ class LoneCarriageReturns:
             end = offsets[inside] - 1 if inside < len(offsets) else -1
             return n, start, end
         return lsp_line - self._before[low - 1] - len(offsets), 0, -1
+
+
+def lone_crs_of_file(file: BinaryIO, end: int | None = None) -> LoneCarriageReturns:
+    """The lone ``\\r`` of a session file read from its position to its end (or to byte ``end``),
+    without keeping its lines: a file pi wrote has none, and is only searched for a ``\\r``."""
+    by_line: dict[int, list[int]] = {}
+    line = line_start = position = 0  # the line being read, where it starts, where ``data`` starts
+    held = b""  # a "\\r" that ended the last chunk: whether it is lone is told by the next byte
+    while True:
+        size = _CHUNK if end is None else min(_CHUNK, end - position - len(held))
+        chunk = file.read(size) if size > 0 else b""
+        data = held + chunk
+        if not data:
+            break
+        at_end = not chunk
+        held = b"" if at_end or not data.endswith(b"\r") else b"\r"
+        scanned = len(data) - len(held)
+        at = data.find(b"\r", 0, scanned)
+        searched = 0
+        while at >= 0:
+            newlines = data.count(b"\n", searched, at)
+            if newlines:
+                line += newlines
+                line_start = position + data.rfind(b"\n", searched, at) + 1
+            searched = at
+            if at + 1 == len(data) or data[at + 1] != 10:  # (the file's last byte: lone too)
+                by_line.setdefault(line, []).append(position + at + 1 - line_start)
+            at = data.find(b"\r", at + 1, scanned)
+        newlines = data.count(b"\n", searched, scanned)
+        if newlines:
+            line += newlines
+            line_start = position + data.rfind(b"\n", searched, scanned) + 1
+        position += scanned
+        if at_end:
+            break
+    return LoneCarriageReturns.of_offsets(by_line)
+
+
+def lone_crs_of_path(path: str, end: int | None = None) -> LoneCarriageReturns:
+    """:func:`lone_crs_of_file` of the file at ``path``; none where it cannot be read (a FIFO is not
+    waited on)."""
+    try:
+        with open(open_regular(path), "rb") as file:
+            return lone_crs_of_file(file, end)
+    except OSError:
+        return LoneCarriageReturns()
+
+
+def editor_line_end(raw: bytes, last: bool) -> int:
+    """Where the editor's text of a session line (its bytes ``raw``; ``last``: the document's last
+    line) ends: before the CR of a CRLF, which ends the line to the editor (a column past the
+    line's end is the line's end, as the LSP says, never a place between the CR and the LF)."""
+    if raw.endswith(b"\r") and not last:
+        return len(raw) - 1
+    return len(raw)
+
+
+def lsp_position(
+    lone_cr: LoneCarriageReturns, line: int, raw: bytes, offset: int, encoding: str, errors: str
+) -> tuple[int, int]:
+    """(LSP line, character in ``encoding``) of byte ``offset`` of session line ``line`` (its bytes
+    ``raw``, the offset within what the editor shows of it)."""
+    lsp_line, start = lone_cr.to_lsp(line, offset)
+    return lsp_line, to_column(raw[start:] if start else raw, offset - start, encoding, errors)

@@ -1,0 +1,41 @@
+// pi's lines against VS Code's. pi ends a line at "\n" only; VS Code (and the LSP) also at a lone
+// "\r" (one not followed by "\n"), and loads such a file with that "\r" made a line break: its
+// lines after one are numbered one more, and the document it holds cannot tell them apart. The
+// pi/* methods take and give pi's lines; pi/getLineBreaks names the lines holding lone "\r", from
+// which these convert. Pure: unit-tested. (A file pi wrote has none: both numberings agree.)
+
+import type { LoneCarriageReturnLine } from './protocol';
+
+type Rec = Record<string, unknown>;
+const isRecord = (v: unknown): v is Rec => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+
+/** The lines of a pi/getLineBreaks reply, in file order; none from a reply of another shape (an
+ * older server answers the method with an error, which the caller reads as none too). */
+export function lineBreaksOf(reply: unknown): LoneCarriageReturnLine[] {
+  const list = isRecord(reply) && Array.isArray(reply.loneCarriageReturns) ? reply.loneCarriageReturns : [];
+  const lines = list.filter((v): v is LoneCarriageReturnLine => isRecord(v) && isCount(v.line) && isCount(v.count) && v.count > 0);
+  return lines.sort((a, b) => a.line - b.line);
+}
+
+/** VS Code's line where pi's line `piLine` starts. */
+export function editorLineOf(piLine: number, breaks: readonly LoneCarriageReturnLine[]): number {
+  let line = piLine;
+  for (const b of breaks) {
+    if (b.line >= piLine) break;
+    line += b.count;
+  }
+  return line;
+}
+
+/** pi's line that VS Code's line `editorLine` is part of. */
+export function piLineOf(editorLine: number, breaks: readonly LoneCarriageReturnLine[]): number {
+  let extra = 0; // the editor's lines above, in pi lines before the one looked at
+  for (const b of breaks) {
+    const first = b.line + extra; // the editor's first line of pi's line b.line
+    if (editorLine < first) break;
+    if (editorLine <= first + b.count) return b.line;
+    extra += b.count;
+  }
+  return editorLine - extra;
+}
