@@ -453,6 +453,30 @@ def test_the_unknown_version_remedy_holds_for_every_release() -> None:
     assert fix.startswith(f"Set `version` to {version} if pi ")
 
 
+def _version_messages(version: int) -> list[tuple[str, str]]:
+    found = document_diagnostics(make(S.header(version=version)))
+    return [(d.code, d.message) for d in found if d.code in (codes.OLD_VERSION, codes.UNKNOWN_VERSION)]
+
+
+def test_the_unknown_version_message_gives_the_version_the_releases_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PI016's message names the newest version this tool knows from where its remedy takes it (the
+    version every release in RELEASES writes), not from a number of its own: with a release that
+    writes version 4 added, version 4 is known and version 5 is the newer one."""
+    assert _version_messages(4) == [(codes.UNKNOWN_VERSION, "version 4 is newer than this tool knows (3)")]
+    assert "Set `version` to 3 " in codes.CODES[codes.UNKNOWN_VERSION].fix
+    monkeypatch.setattr("pi_session_server.analysis.diagnostics.CURRENT_SESSION_VERSION", 4)
+    assert _version_messages(4) == []
+    assert _version_messages(5) == [(codes.UNKNOWN_VERSION, "version 5 is newer than this tool knows (4)")]
+    assert _version_messages(2) == [
+        (
+            codes.OLD_VERSION,
+            "version 2 session: pi migrates it to version 4 and rewrites the file when it opens it",
+        )
+    ]
+
+
 def _context(entries: list[dict[str, Any]], tip: str) -> str:
     return json.dumps(build_session_context(entries, tip, pi="1.6.0"), sort_keys=True)
 
