@@ -439,6 +439,25 @@ def test_the_outline_says_pi_0_86_1_ignores_edits_in_the_words_of_the_hints() ->
     assert _outline_names(document_symbols(edits_doc()))[4] == "[context omit: r]"  # 1.6.0 unchanged
 
 
+def test_the_cli_tree_names_edits_as_the_outline_does_under_either_release(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The tree showed pi 1.6.0's ``[context omit: r]`` under 0.86.1 too, an edit that release does
+    not make; it now says so in the outline's words (the sidecar's tree previews too:
+    tests/lsp/test_sidecar_pi_versions.py)."""
+    from pi_session_server.cli import main
+
+    path = tmp_path / "edited.jsonl"
+    path.write_text(edits_doc().text(), encoding="utf-8")
+    for release in RELEASES:
+        assert main(["tree", "--no-index", "--ids", "--width", "80", "--pi", release, str(path)]) == 0
+        rows = capsys.readouterr().out.splitlines()
+        names = _outline_names(document_symbols(edits_doc(release)))
+        for n, entry_id in ((4, "e1"), (5, "e2"), (6, "e3"), (7, "e4")):
+            (row,) = [r for r in rows if f" {entry_id} " in r]
+            assert row.split(f" {entry_id} ", 1)[1].startswith(names[n]), (release, row)
+
+
 def test_the_unknown_version_remedy_holds_for_every_release() -> None:
     """PI016's remedy names every release this tool knows and the version each of them writes: the
     one in the headers pi 1.6.0 wrote, and the one the library writes under either release."""
