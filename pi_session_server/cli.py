@@ -346,11 +346,13 @@ class _DatetimeBeforeMsgspec:
 def _interrupted_in_a_finalizer_ends_the_process() -> None:
     """A Ctrl-C that comes while a finalizer runs (an object closing its file as it is collected)
     is raised in the finalizer, where Python prints it as an "Exception ignored" traceback and goes
-    on: the command would not stop. It ends the process there, as the signal would have."""
+    on: the command would not stop. It ends the process there, as the signal would have, and so
+    does one Python wrapped on its way out (:func:`_is_ctrl_c`); any other error is printed as
+    Python prints it."""
     print_unraisable = sys.unraisablehook
 
     def hook(unraisable: Any) -> None:
-        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        if unraisable.exc_value is not None and _is_ctrl_c(unraisable.exc_value):
             _end_as_interrupted()
         print_unraisable(unraisable)
 

@@ -21,6 +21,7 @@ import msgspec
 from ..format.gcpause import gc_paused
 from ..format.glued import Piece, holds_header, lost_ids
 from ..format.jsvalue import ABSENT, get, js_string_of, to_number
+from ..session.migrate import CURRENT_SESSION_VERSION
 from . import codes
 from . import lines as L
 from .codes import CODES, Severity
@@ -334,13 +335,14 @@ def _end_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
 
 
 def _version_diagnostics(header: LineInfo) -> list[Diagnostic]:
+    current = CURRENT_SESSION_VERSION  # what every release this tool knows (RELEASES) writes, and migrates to
     v = header.version
     if v is ABSENT or v is None:
         return [
             _at(
                 header,
                 codes.OLD_VERSION,
-                "version 1 session (no `version`): pi migrates it to version 3 and rewrites the file when it opens it",
+                f"version 1 session (no `version`): pi migrates it to version {current} and rewrites the file when it opens it",
             )
         ]
     n = to_number(v)
@@ -353,22 +355,22 @@ def _version_diagnostics(header: LineInfo) -> list[Diagnostic]:
                 ("version",),
             )
         ]
-    if n < 3:
+    if n < current:
         label = "1" if n < 2 else "2"
         return [
             _at(
                 header,
                 codes.OLD_VERSION,
-                f"version {label} session: pi migrates it to version 3 and rewrites the file when it opens it",
+                f"version {label} session: pi migrates it to version {current} and rewrites the file when it opens it",
                 ("version",),
             )
         ]
-    if n > 3:
+    if n > current:
         return [
             _at(
                 header,
                 codes.UNKNOWN_VERSION,
-                f"version {js_string_of(v)} is newer than this tool knows (3)",
+                f"version {js_string_of(v)} is newer than this tool knows ({current})",
                 ("version",),
             )
         ]

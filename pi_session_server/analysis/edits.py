@@ -22,7 +22,7 @@ from typing import Any
 
 from ..format.jsvalue import get, index_key, js_string_of, truthy
 from ..render.editor_text import markdown_plain
-from ..session.profiles import Profile
+from ..session.profiles import ignored_by
 from ..session.projection import EDITABLE_ROLES, edit_target_role
 from . import codes
 from .document import SessionDocument
@@ -39,13 +39,6 @@ class EditEffect:
     text: str  # a sentence (Markdown), for hovers
     target: LineInfo | None  # the entry it edits, when that is above it on its branch
     on_target: str  # a few words, for hints and hovers on the target
-
-
-def ignored_by(profile: Profile) -> str | None:
-    """What ``profile``'s release does with a ``context_edit`` line when it knows no context edits,
-    in the words every feature uses for it (hints, lenses, hovers, the outline); None when it
-    applies them."""
-    return None if profile.context_edits else f"pi {profile.version} ignores context edits"
 
 
 def edits_of(doc: SessionDocument, target: LineInfo) -> list[LineInfo]:

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 from ..format.jsvalue import js_string_of
 from ..session.describe import preview_part
+from ..session.profiles import ignored_by
 from . import lines as L
 from . import links
 from .document import SessionDocument
-from .edits import ignored_by
 from .jsonpath import value_span
 from .lines import LineInfo
 from .positions import text_end

@@ -21,6 +21,7 @@ from ..render.written_text import written_width
 from ..session import SessionManager, cache_dir, view_store
 from ..session.cache_dir import Identity, SpooledParts
 from ..session.describe import PreviewCache
+from ..session.profiles import profile_for
 from ..session.tree import TreeNode, expanded_once
 from ..session.tree_filter import filtered_roots, node_filter
 from ._common import (
@@ -72,7 +73,7 @@ def tree_lines(
     kept with its index); rows are drawn straight from the library's tree nodes."""
     entries = manager.get_entries()
     if cache is None:
-        cache = PreviewCache()
+        cache = PreviewCache(profile=manager.profile)
     cache.prefetch(entries)  # every line not scanned read once, for the previews and the tool calls
     big = len(entries) >= TRIM_FROM_ENTRIES
     if big:
@@ -200,7 +201,7 @@ def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tupl
     file identified ``before`` it was opened."""
     # the open's entries, previews and rows hold no cycles: the collector would walk them again and again
     with gc_paused():
-        cache = PreviewCache()
+        cache = PreviewCache(profile=profile_for(args.pi))
         # the file read once: the previews made as the open reads it, no longer than a row shows
         with cache.made_while_scanning(longest=args.width + 1):
             manager = open_to_look(path, args.pi, index=args.index)

@@ -25,7 +25,7 @@ from .locations import FileKeys, file_names, require_regular_file, uri_to_path
 from .pending_deletes import EVERY_FILE, LookLimit, look_timed_out, settle
 from .progress import Progress
 from .reply_bytes import listing_bytes, refuse_past_max
-from .session_dir_choice import finds_nothing_in, session_dir_to_look_in
+from .session_dir_choice import looked_in
 from .workers import CancelToken, Job, on_loop
 
 if TYPE_CHECKING:
@@ -111,11 +111,11 @@ def _register_listings(server: PiSessionServer) -> None:
             signal = _cancel_signal(token)
             progress.begin(title)
             try:
-                session_dir = session_dir_to_look_in(p, env)
-                found = (
-                    []
-                    if finds_nothing_in(p, session_dir)
-                    else call(session_dir, _progress_callback(progress), signal, first, env)
+                found: list[Any] = looked_in(
+                    p,
+                    env,
+                    lambda session_dir: call(session_dir, _progress_callback(progress), signal, first, env),
+                    [],
                 )
                 page = page_of(found, p)
                 if later:
@@ -174,10 +174,12 @@ def _register_session_files(server: PiSessionServer) -> None:
         env = server.environment_for(p)
 
         def job(_token: CancelToken) -> Any:
-            session_dir = session_dir_to_look_in(p, env)
-            if finds_nothing_in(p, session_dir):
-                return None
-            found = SessionManager.find_by_id(p.cwd, p.id, session_dir, pi=pi, env=env)
+            found = looked_in(
+                p,
+                env,
+                lambda session_dir: SessionManager.find_by_id(p.cwd, p.id, session_dir, pi=pi, env=env),
+                ABSENT,
+            )
             return None if found is ABSENT else found
 
         return server.pending_deletes.ordered(EVERY_FILE, lambda: server.run("pi/findById", job))

@@ -400,6 +400,7 @@ def preview_cache(manager: Any) -> PreviewCache | None:
                     entries=weakly(manager, methodcaller("get_entries"), []),
                     entry_count=weakly(manager, methodcaller("entry_count"), 0),
                     keep_in_walk=False,
+                    profile=manager.profile,
                 )
                 _preview_caches[manager] = cache
         except TypeError:  # not weakly referenceable

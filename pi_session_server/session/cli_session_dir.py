@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import FileUrlError
+from ..errors import FileUrlError, InvalidArgValueError
 from ..format.jsjson import JsonSyntaxError, parse
 from ..regular_file import open_regular
-from .environment import Environment, current
+from .environment import SESSION_DIR_ENV, Environment, current
 from .paths import (
     StrPath,
     get_agent_dir,
@@ -48,14 +48,27 @@ def cli_session_dir(flag: StrPath | None = None, env: Environment | None = None)
     ``flag`` is ``--session-dir``'s value. Each choice is pi's ``normalizePath`` of it (``~``
     expanded, a ``file://`` URL made a path, a relative path kept relative: it names a directory
     under ``env.cwd``); an empty one is no choice, as in pi. A ``sessionDir`` setting holding a NUL
-    byte is returned as it is (see :func:`names_no_directory`).
+    byte is returned as it is (see :func:`names_no_directory`). A flag or ``$PI_CODING_AGENT_SESSION_DIR``
+    that pi's ``normalizePath`` refuses raises Node's error, its message prefixed with where the
+    value came from (``--session-dir: ...``, ``$PI_CODING_AGENT_SESSION_DIR: ...``).
     """
     env = current(env)
     if path_given(flag):
-        return normalize_path(flag, env)
+        return _normalized_choice(flag, "--session-dir", env)
     if env.session_dir:
-        return normalize_path(env.session_dir, env)
+        return _normalized_choice(env.session_dir, f"${SESSION_DIR_ENV}", env)
     return settings_session_dir(env)
+
+
+def _normalized_choice(value: StrPath, source: str, env: Environment) -> str:
+    """pi's ``normalizePath`` of the choice ``source`` gave. Node's refusal of it (a ``file://``
+    URL it cannot make a path, a NUL byte) stops pi as it does here, in words that do not say
+    which value it was: the error's message starts with ``source``."""
+    try:
+        return normalize_path(value, env)
+    except (FileUrlError, InvalidArgValueError) as error:
+        error.args = (f"{source}: {error.message}",)
+        raise
 
 
 def settings_session_dir(env: Environment | None = None) -> str | None:

@@ -17,7 +17,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from operator import attrgetter, is_
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 from ..format.entry import Entry, ObservedHead
 from ..format.jstext import JS_WHITESPACE, as_displayed, js_trim
@@ -39,6 +39,7 @@ from .preview_pass import (
     preview_values,
     silences,
 )
+from .profiles import Profile, ignored_by
 
 PREVIEW_LIMIT = 200
 
@@ -403,6 +404,7 @@ class PreviewCache:
         "_walk_positions",
         "_walked",
         "calls",
+        "edit_shown",
         "entries",
         "entry_count",
         "home",
@@ -418,9 +420,14 @@ class PreviewCache:
         entries: Callable[[], list[Any]] | None = None,
         entry_count: Callable[[], int] | None = None,
         keep_in_walk: bool = True,
+        profile: Profile | None = None,
     ) -> None:
         #: what tool-call paths are shortened against (None: :func:`home_directory` at each walk)
         self.home = home
+        #: the preview of every ``context_edit`` under ``profile``'s release when it ignores them
+        #: (None: pi 1.6.0's, from the entry); applied as a walk's previews are given out, the parts
+        #: made and kept being the same under every release
+        self.edit_shown = _edit_shown_by(profile)
         self.parts: dict[int, tuple[Any, str | _ToolResult]] = {}  # this walk's (see previews)
         self._previous: dict[int, tuple[Any, str | _ToolResult]] = {}  # the walk's before
         self.calls: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
@@ -996,7 +1003,7 @@ class PreviewCache:
             part = part_of(entry)  # most parts are the preview: no call for them (one per row)
             return part if type(part) is str else finish_preview(part, tool_calls, home)
 
-        return preview
+        return _showing_edits_as(self.edit_shown, preview)
 
     def previews_once(
         self, tool_calls: ToolCalls, *, asked_once: bool, longest: int | None = None
@@ -1030,7 +1037,7 @@ class PreviewCache:
             part = found[1] if found is not None and found[0] is entry else part_of(entry)
             return part if type(part) is str else finish_preview(part, tool_calls, home)
 
-        return preview
+        return _showing_edits_as(self.edit_shown, preview)
 
     def _start_walk(self) -> tuple[str, Callable[[Any], str | _ToolResult]]:
         """A walk's start (no misses yet, its batches read from its first entry on): the home
@@ -1072,6 +1079,29 @@ class PreviewCache:
                 return found
         self._count_made(entry)
         return (entry, preview_part(entry))
+
+
+def _edit_shown_by(profile: Profile | None) -> str | None:
+    """The preview of a ``context_edit`` under ``profile``'s release when it ignores context edits
+    (0.86.1's selector shows nothing for a type it does not know): the entry's type and what the
+    release does with it, in the outline's words; None under a release that applies them."""
+    ignored = None if profile is None else ignored_by(profile)
+    return None if ignored is None else f"[context_edit]: {ignored}"
+
+
+_Preview = TypeVar("_Preview", bound=Callable[..., str])
+
+
+def _showing_edits_as(edit_shown: str | None, preview: _Preview) -> _Preview:
+    """``preview`` with every ``context_edit`` shown as ``edit_shown`` (None: ``preview`` itself,
+    nothing asked of each row)."""
+    if edit_shown is None:
+        return preview
+
+    def shown(entry: Any, *rest: Any) -> str:
+        return edit_shown if type_of(entry) == "context_edit" else preview(entry, *rest)
+
+    return cast(_Preview, shown)
 
 
 def _usual_part_and_facts(entry: Any) -> tuple[str | _ToolResult, Any]:

@@ -125,6 +125,13 @@ def profile_for(pi: PiVersion = DEFAULT_PI) -> Profile:
     return found
 
 
+def ignored_by(profile: Profile) -> str | None:
+    """What ``profile``'s release does with a ``context_edit`` line when it knows no context edits,
+    in the words every feature uses for it (hints, lenses, hovers, the outline, the tree's
+    previews); None when it applies them."""
+    return None if profile.context_edits else f"pi {profile.version} ignores context edits"
+
+
 def require_api(profile: Profile, reference_name: str) -> None:
     """Refuse a call the chosen release does not have (e.g. ``appendContextEdit`` under 0.86.1)."""
     if not profile.has_api(reference_name):

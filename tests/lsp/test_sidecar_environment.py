@@ -12,6 +12,7 @@ import pytest
 from builders import assistant_message, user_message
 from sidecar_support import EXAMPLE, expect_error, server_env, sidecar_fixture  # noqa: F401  (fixture)
 
+from pi_session_server.server.errors import SESSION_ERROR
 from pi_session_server.server.stdio_client import RpcError, SidecarClient, default_command
 
 USER = user_message("hello", 1)
@@ -126,6 +127,22 @@ async def test_the_session_dir_of_a_request_is_its_pi_coding_agent_session_dir(s
     session_id = json.loads(EXAMPLE.read_text().splitlines()[0])["id"]
     found = {"cwd": str(work), "id": session_id, "cliSessionDir": True, "environment": over}
     assert await sidecar.request("pi/findById", found) == str(tmp_path / "custom" / "s.jsonl")
+
+
+async def test_a_session_dir_node_refuses_is_nodes_error_naming_the_variable(sidecar, tmp_path):
+    # pi stops at its start with Node's error alone; the request's environment stands for the variable
+    work, environment = pi_sessions(tmp_path)
+    asked = {"cwd": str(work), "cliSessionDir": True, "text": "none"}
+    refusing = {**environment, "sessionDir": "file://other-host/s"}
+    with expect_error(SESSION_ERROR) as refused:
+        await sidecar.request("pi/list", {**asked, "environment": refusing})
+    assert refused.value.message == (
+        '$PI_CODING_AGENT_SESSION_DIR: File URL host must be "localhost" or empty on linux'
+    )
+    assert (refused.value.data["name"], refused.value.data["code"]) == (
+        "TypeError",
+        "ERR_INVALID_FILE_URL_HOST",
+    )
 
 
 @pytest.mark.slow

@@ -149,6 +149,17 @@ async def test_the_tree_shows_context_edits_as_pi_1_6_0s_selector_does(sidecar, 
     assert edit["preview"] == "[context omit: b]"
 
 
+async def test_under_0_86_1_the_tree_says_a_context_edit_is_ignored_as_the_outline_does(sidecar, tmp_path):
+    # it showed pi 1.6.0's "[context omit: b]", an edit pi 0.86.1 does not make
+    path = write(tmp_path / "edited.jsonl", EDITED)
+    old = await sidecar.request("pi/open", {"path": str(path), "pi": "0.86.1"})
+    everything = await sidecar.request("pi/getTree", {"session": old["session"], "filter": "all"})
+    edit = next(n for n in everything["nodes"] if n["id"] == "c")
+    assert edit["preview"] == "[context_edit]: pi 0.86.1 ignores context edits"
+    nested = json.dumps(await sidecar.request("pi/getTree", {"session": old["session"], "form": "nested"}))
+    assert "[context_edit]: pi 0.86.1 ignores context edits" in nested and "context omit" not in nested
+
+
 async def test_serve_pi_and_initialization_options_choose_the_release(tmp_path):
     path = write(tmp_path / "edited.jsonl", EDITED)
     side = await start_sidecar(tmp_path, "--pi", "0.86.1")

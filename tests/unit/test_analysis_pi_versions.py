@@ -439,6 +439,25 @@ def test_the_outline_says_pi_0_86_1_ignores_edits_in_the_words_of_the_hints() ->
     assert _outline_names(document_symbols(edits_doc()))[4] == "[context omit: r]"  # 1.6.0 unchanged
 
 
+def test_the_cli_tree_names_edits_as_the_outline_does_under_either_release(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The tree showed pi 1.6.0's ``[context omit: r]`` under 0.86.1 too, an edit that release does
+    not make; it now says so in the outline's words (the sidecar's tree previews too:
+    tests/lsp/test_sidecar_pi_versions.py)."""
+    from pi_session_server.cli import main
+
+    path = tmp_path / "edited.jsonl"
+    path.write_text(edits_doc().text(), encoding="utf-8")
+    for release in RELEASES:
+        assert main(["tree", "--no-index", "--ids", "--width", "80", "--pi", release, str(path)]) == 0
+        rows = capsys.readouterr().out.splitlines()
+        names = _outline_names(document_symbols(edits_doc(release)))
+        for n, entry_id in ((4, "e1"), (5, "e2"), (6, "e3"), (7, "e4")):
+            (row,) = [r for r in rows if f" {entry_id} " in r]
+            assert row.split(f" {entry_id} ", 1)[1].startswith(names[n]), (release, row)
+
+
 def test_the_unknown_version_remedy_holds_for_every_release() -> None:
     """PI016's remedy names every release this tool knows and the version each of them writes: the
     one in the headers pi 1.6.0 wrote, and the one the library writes under either release."""
@@ -451,6 +470,30 @@ def test_the_unknown_version_remedy_holds_for_every_release() -> None:
         assert release in fix
     (version,) = written
     assert fix.startswith(f"Set `version` to {version} if pi ")
+
+
+def _version_messages(version: int) -> list[tuple[str, str]]:
+    found = document_diagnostics(make(S.header(version=version)))
+    return [(d.code, d.message) for d in found if d.code in (codes.OLD_VERSION, codes.UNKNOWN_VERSION)]
+
+
+def test_the_unknown_version_message_gives_the_version_the_releases_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PI016's message names the newest version this tool knows from where its remedy takes it (the
+    version every release in RELEASES writes), not from a number of its own: with a release that
+    writes version 4 added, version 4 is known and version 5 is the newer one."""
+    assert _version_messages(4) == [(codes.UNKNOWN_VERSION, "version 4 is newer than this tool knows (3)")]
+    assert "Set `version` to 3 " in codes.CODES[codes.UNKNOWN_VERSION].fix
+    monkeypatch.setattr("pi_session_server.analysis.diagnostics.CURRENT_SESSION_VERSION", 4)
+    assert _version_messages(4) == []
+    assert _version_messages(5) == [(codes.UNKNOWN_VERSION, "version 5 is newer than this tool knows (4)")]
+    assert _version_messages(2) == [
+        (
+            codes.OLD_VERSION,
+            "version 2 session: pi migrates it to version 4 and rewrites the file when it opens it",
+        )
+    ]
 
 
 def _context(entries: list[dict[str, Any]], tip: str) -> str:

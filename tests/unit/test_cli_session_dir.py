@@ -12,6 +12,7 @@ import builders as S
 import pytest
 
 from pi_session_server.cli import main
+from pi_session_server.errors import FileUrlError
 from pi_session_server.session.cli_session_dir import cli_session_dir, names_no_directory
 from pi_session_server.session.environment import Environment
 
@@ -233,3 +234,31 @@ def test_list_finds_nothing_where_a_nul_byte_setting_points(
     assert "no sessions in " + str(root / "custom") + "\\x00" in capsys.readouterr().err
     assert main(["check", "--no-index"]) == 0  # nothing there to check, as for a missing directory
     assert str(root / "custom") + "\\x00: no such directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("value", "nodes_words"),
+    [
+        ("file://host/s", 'File URL host must be "localhost" or empty on linux'),
+        ("file:///a%2fb", "File URL path must not include encoded / characters"),
+        ("file:///a%zz", "URI malformed"),
+    ],
+)
+def test_a_file_url_node_refuses_in_the_flag_or_the_variable_is_an_error_naming_it(
+    project: Path,
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    value: str,
+    nodes_words: str,
+) -> None:
+    # pi stops at its start, in Node's words alone: which of the values was it?
+    _settings(_global(root), '{"sessionDir": "/global"}')
+    assert main(["list", "--session-dir", value]) == 2
+    assert capsys.readouterr().err == f"pi-session list: --session-dir: {nodes_words}\n"
+    monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", value)
+    assert main(["check", "--no-index"]) == 2
+    assert capsys.readouterr().err == f"pi-session check: $PI_CODING_AGENT_SESSION_DIR: {nodes_words}\n"
+    with pytest.raises(FileUrlError) as raised:
+        cli_session_dir(None, _env(root, value))
+    assert raised.value.name == ("URIError" if "URI" in nodes_words else "TypeError")  # still Node's error
