@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -70,10 +70,9 @@ class Client:
         self.within(write, "the server stopped reading its input while its client did not read")
 
     def read(self, count: int) -> list[dict[str, Any]]:
-        """The next ``count`` messages."""
-        return self.within(
-            lambda: [json.loads(next(self.frames)) for _ in range(count)], f"fewer than {count} messages came"
-        )
+        """The next ``count`` replies (the notifications among them, such as each append's
+        ``pi/didChange``, passed over)."""
+        return self.within(lambda: replies_in(self.frames, count), f"fewer than {count} replies came")
 
     def within(self, step: Callable[[], T], what: str) -> T:
         """``step()``, run on a thread; the server is killed and the test fails past BOUND."""
@@ -95,6 +94,19 @@ class Client:
         for stream in (self.stdin, self.stdout):
             with contextlib.suppress(OSError):  # (what was buffered for a server that is gone)
                 stream.close()
+
+
+def replies_in(frames: Iterator[bytes], count: int | None = None) -> list[dict[str, Any]]:
+    """The replies among the messages ``frames`` gives, up to ``count`` of them (None: until the
+    server ends); notifications have no ``id``."""
+    replies: list[dict[str, Any]] = []
+    for body in frames:
+        message = json.loads(body)
+        if "id" in message:
+            replies.append(message)
+            if len(replies) == count:
+                break
+    return replies
 
 
 def request(msg_id: Any, method: str, params: Any) -> dict[str, Any]:
@@ -223,7 +235,7 @@ def test_exit_writes_every_queued_reply_before_the_process_ends(client: Client, 
     handle = open_session(client, new_session_file(tmp_path / "sessions", cwd=str(tmp_path)))
     messages, on_session, refused = batch(handle)
     client.send(*messages, request("down", "shutdown", None), {"jsonrpc": "2.0", "method": "exit"})
-    replies = client.within(lambda: [json.loads(body) for body in client.frames], "the replies never ended")
+    replies = client.within(lambda: replies_in(client.frames), "the replies never ended")
     assert replies[-1] == {"jsonrpc": "2.0", "id": "down", "result": None}
     check_batch(replies[:-1], on_session, refused)
     assert client.within(client.process.wait, "the server did not exit") == 0
