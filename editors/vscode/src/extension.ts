@@ -107,6 +107,7 @@ class Extension {
         levels: (uri, mode, params) =>
           this.request<TreeLevels>(Methods.getTree, { uri: this.wireUri(uri), filter: mode, form: 'flat', activeBranchFirst: true, ...params }),
         info: (uri) => this.request<SkippedLines & { entryCount?: number }>(Methods.getInfo, { uri: this.wireUri(uri) }),
+        lineBreaks: (uri) => this.lineBreaks(uri),
       },
       filter,
     );
@@ -126,6 +127,7 @@ class Extension {
         showTree: (uri, entryId) => this.showInTree(uri, entryId),
         showContext: (uri, entryId) => this.openContext(uri, entryId === undefined || entryId === null ? undefined : idText(entryId)),
         revealLine: (uri, line) => this.revealLine(uri, line),
+        lineBreaks: (uri) => this.lineBreaks(uri),
         activated: (uri) => void this.followSession(uri),
         log: (message) => this.log(message),
       },
@@ -526,7 +528,7 @@ class Extension {
 
   /** The lines of a session file holding lone CRs, where VS Code's lines part from pi's (none when
    * the server cannot tell: a server without pi/getLineBreaks numbers lines as before). */
-  private async lineBreaks(uri: vscode.Uri): Promise<LoneCarriageReturnLine[]> {
+  async lineBreaks(uri: vscode.Uri): Promise<LoneCarriageReturnLine[]> {
     return lineBreaksOf(await this.request<unknown>(Methods.getLineBreaks, { uri: this.wireUri(uri) }).catch(() => null));
   }
 

@@ -39,3 +39,14 @@ export function piLineOf(editorLine: number, breaks: readonly LoneCarriageReturn
   }
   return editorLine - extra;
 }
+
+/**
+ * How a text shown in VS Code names pi's line `piLine`: "line N" as VS Code numbers it (1-based,
+ * the number its editor and the Problems panel show), `about` in parentheses, and pi's own number
+ * beside it where the two differ: pi and `pi-session check` or `repair` name the file's lines so.
+ */
+export function lineName(piLine: number, breaks: readonly LoneCarriageReturnLine[], about?: string): string {
+  const shown = editorLineOf(piLine, breaks);
+  const notes = [about, shown === piLine ? undefined : `pi's line ${piLine + 1}`].filter((note) => note);
+  return `line ${shown + 1}${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`;
+}

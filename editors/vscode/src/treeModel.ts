@@ -1,5 +1,6 @@
 // Pure helpers over pi/getTree's nodes: labels, icons, notices. No vscode import: unit-tested directly.
-import type { SessionHandleInfo, TreeNode } from './protocol';
+import { lineName } from './lineBreaks';
+import type { LoneCarriageReturnLine, SessionHandleInfo, TreeNode } from './protocol';
 
 /** The part of pi/getInfo the tree view shows: the lines pi skips, so their entries are missing. */
 export type SkippedLines = Partial<Pick<SessionHandleInfo, 'skippedLines' | 'skipped'>>;
@@ -31,15 +32,22 @@ export function idText(id: unknown): string {
   return typeof id === 'string' ? id : JSON.stringify(id) ?? 'undefined';
 }
 
+/** The first line pi skips that pi/getInfo names, if any (pi's line). */
+export function firstSkippedLine(info: SkippedLines | undefined): number | undefined {
+  const line = info?.skipped?.[0]?.line;
+  return typeof line === 'number' ? line : undefined;
+}
+
 /**
  * The tree view's notice for a file with lines pi skips (pi reads a damaged file without a word, and
- * what those lines held is simply not in the tree), or undefined when none are skipped.
+ * what those lines held is simply not in the tree), or undefined when none are skipped. The line it
+ * names is VS Code's (`breaks`: the file's lone CRs), as the Problems panel places it.
  */
-export function skippedNotice(info: SkippedLines | undefined): string | undefined {
+export function skippedNotice(info: SkippedLines | undefined, breaks: readonly LoneCarriageReturnLine[] = []): string | undefined {
   const count = info?.skippedLines;
   if (typeof count !== 'number' || count <= 0) return undefined;
-  const first = info?.skipped?.[0];
-  const where = first && typeof first.line === 'number' ? `: line ${first.line + 1} (${oneLine(String(first.message), 100)})` : '';
+  const line = firstSkippedLine(info);
+  const where = line === undefined ? '' : `: ${lineName(line, breaks, oneLine(String(info?.skipped?.[0]?.message), 100))}`;
   const more = count > 1 && where ? `, and ${count - 1} more` : '';
   const lines = count === 1 ? '1 line' : `${count} lines`;
   return `pi skips ${lines} of this file, so the tree lacks what ${count === 1 ? 'it holds' : 'they hold'}${where}${more}. The Problems panel lists ${count === 1 ? 'it' : 'them'} with the repairs.`;

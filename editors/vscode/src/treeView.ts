@@ -15,9 +15,10 @@ import {
   type TreeWindowParams,
   type WindowRequest,
 } from './lazyTree';
-import type { TreeLevels, TreeView } from './protocol';
+import { lineName } from './lineBreaks';
+import type { LoneCarriageReturnLine, TreeLevels, TreeNode, TreeView } from './protocol';
 import { FILTER_MODES, type FilterMode } from './settings';
-import { entryLabel, iconFor, idText, skippedNotice, type SkippedLines } from './treeModel';
+import { entryLabel, firstSkippedLine, iconFor, idText, skippedNotice, type SkippedLines } from './treeModel';
 
 /** What the view reads from the server. */
 export interface TreeSource {
@@ -26,6 +27,8 @@ export interface TreeSource {
   levels?(uri: vscode.Uri, filter: FilterMode, params: TreeLevelsParams): Promise<TreeLevels>;
   /** pi/getInfo: the lines pi skips and how many entries the session has. */
   info(uri: vscode.Uri): Promise<(SkippedLines & { entryCount?: number }) | undefined>;
+  /** pi/getLineBreaks: the file's lone CRs, where VS Code's lines part from pi's (absent: none). */
+  lineBreaks?(uri: vscode.Uri): Promise<LoneCarriageReturnLine[]>;
 }
 
 /**
@@ -80,6 +83,8 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
   catchUpWaitMs = CATCH_UP_WAIT_MS;
   /** The refused windows waiting for the next refresh or reload (see caughtUpTo). */
   private refreshWaiters: (() => void)[] = [];
+  /** The file's lone CRs, for the lines the view names (see lineBreaks). */
+  private breaks: { uri: string; lines: Promise<readonly LoneCarriageReturnLine[]> } | undefined;
 
   constructor(
     private readonly source: TreeSource,
@@ -117,6 +122,7 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
    * before the load, or the server answers that it must be loaded anew, or the request fails.
    */
   refresh(newLeaf?: { id: unknown }): Promise<void> {
+    this.breaks = undefined;
     const started = this.queueRefresh(newLeaf);
     this.wakeRefreshWaiters();
     return started;
@@ -142,12 +148,27 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
    * or the user's Refresh.
    */
   reload(): Promise<void> {
+    this.breaks = undefined;
     this.generation++;
     this.queued = undefined;
     this.nextLeaf = undefined;
     const started = this.startLoad();
     this.wakeRefreshWaiters();
     return started;
+  }
+
+  /**
+   * The lone CRs of the session file, asked when a line is first named (a notice, a row's tooltip)
+   * and kept until the file changes (a refresh) or the view loads anew: one request per file state,
+   * none for a view that names no line.
+   */
+  private lineBreaks(uri: vscode.Uri): Promise<readonly LoneCarriageReturnLine[]> {
+    const key = uri.toString();
+    if (this.breaks?.uri !== key) {
+      const asked = this.source.lineBreaks?.(uri).catch(() => []);
+      this.breaks = { uri: key, lines: asked ?? Promise.resolve([]) };
+    }
+    return this.breaks.lines;
   }
 
   private wakeRefreshWaiters(): void {
@@ -202,7 +223,7 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
         error = undefined;
         try {
           const [info] = await Promise.all([this.source.info(uri).catch(() => undefined), tree.load(tree.top)]);
-          skipped = skippedNotice(info);
+          skipped = skippedNotice(info, firstSkippedLine(info) === undefined ? [] : await this.lineBreaks(uri));
           expandAll = typeof info?.entryCount === 'number' && info.entryCount <= EXPAND_ALL_UP_TO;
           if (tree.leafId !== null && tree.leafId !== undefined) marker = await tree.locate(tree.leafId);
         } catch (e) {
@@ -377,12 +398,6 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
     item.description = marks.join(' · ');
     const color = node.isLeaf ? new vscode.ThemeColor('charts.orange') : node.onLeafPath ? undefined : new vscode.ThemeColor('disabledForeground');
     item.iconPath = new vscode.ThemeIcon(iconFor(node), color);
-    const tooltip = new vscode.MarkdownString();
-    tooltip.appendMarkdown(`**${node.role ?? node.type}** \`${idText(node.id).replace(/`/g, "'")}\`  \n`);
-    tooltip.appendText(`${node.line === undefined ? '' : `line ${node.line + 1} · `}${String(node.timestamp ?? '')}`);
-    if (node.label) tooltip.appendText(` · label: ${node.label}`);
-    if (node.isLeaf) tooltip.appendText(' · current leaf');
-    item.tooltip = tooltip;
     item.contextValue = node.isLeaf ? 'piEntry.leaf' : 'piEntry';
     if (this.uri) {
       const target = { uri: this.uri.toString(), entryId: node.id, line: node.line };
@@ -390,4 +405,19 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
     }
     return item;
   }
+
+  /** A row's tooltip, made when the mouse is on the row: it names the row's line as VS Code does. */
+  async resolveTreeItem(item: vscode.TreeItem, element: TreeItemData): Promise<vscode.TreeItem> {
+    if (element.kind === 'row' && this.uri) item.tooltip = rowTooltip(element.node, await this.lineBreaks(this.uri));
+    return item;
+  }
+}
+
+function rowTooltip(node: TreeNode, breaks: readonly LoneCarriageReturnLine[]): vscode.MarkdownString {
+  const tooltip = new vscode.MarkdownString();
+  tooltip.appendMarkdown(`**${node.role ?? node.type}** \`${idText(node.id).replace(/`/g, "'")}\`  \n`);
+  tooltip.appendText(`${typeof node.line === 'number' ? `${lineName(node.line, breaks)} · ` : ''}${String(node.timestamp ?? '')}`);
+  if (node.label) tooltip.appendText(` · label: ${node.label}`);
+  if (node.isLeaf) tooltip.appendText(' · current leaf');
+  return tooltip;
 }

@@ -3,7 +3,8 @@
 // other text through escapeHtml), so a session holding HTML or script tags shows them as text.
 // No vscode import: unit-tested directly.
 import MarkdownIt from 'markdown-it';
-import type { PathItem, SessionStats } from '../protocol';
+import { lineName } from '../lineBreaks';
+import type { LoneCarriageReturnLine, PathItem, SessionStats } from '../protocol';
 
 const markdown = new MarkdownIt({ html: false, linkify: true, breaks: false });
 
@@ -276,13 +277,21 @@ function sameJson(a: unknown, b: unknown): boolean {
   return a === b || JSON.stringify(a) === JSON.stringify(b);
 }
 
-/** The HTML of one entry of the path at `index` (0 = the root). */
-export function renderItem(item: PathItem, index: number, toolNames: Map<string, string> = new Map()): string {
+/**
+ * The HTML of one entry of the path at `index` (0 = the root). Its line is named as VS Code numbers
+ * it (`breaks`: the file's lone CRs); its button carries pi's, which the extension reveals.
+ */
+export function renderItem(
+  item: PathItem,
+  index: number,
+  toolNames: Map<string, string> = new Map(),
+  breaks: readonly LoneCarriageReturnLine[] = [],
+): string {
   const entry = isObj(item.entry) ? item.entry : {};
   const parts = entryParts(entry, toolNames);
   const id = JSON.stringify(entry.id ?? null);
   const label = item.label === undefined || item.label === null ? '' : `<span class="label">${escapeHtml(str(item.label))}</span>`;
-  const line = typeof item.line === 'number' ? `<button class="link" data-action="reveal" data-line="${item.line}" title="open the session file at this line">line ${item.line + 1}</button>` : '';
+  const line = typeof item.line === 'number' ? `<button class="link" data-action="reveal" data-line="${item.line}" title="open the session file at this line">${escapeHtml(lineName(item.line, breaks))}</button>` : '';
   const actions = `<span class="actions"><button class="link" data-action="context" title="the LLM context at this entry">context</button><button class="link" data-action="tree" title="select this entry in the session tree">tree</button></span>`;
   const branchNote = item.childIds.length > 1 ? `<span class="branch-point">${BRANCH_ICON} ${item.childIds.length} branches</span>` : '';
   const head = `<header><span class="title">${parts.title}</span>${parts.facts ? `<span class="facts">${parts.facts}</span>` : ''}${label}${branchNote}<span class="meta"><span class="time">${escapeHtml(timeText(entry.timestamp))}</span>${line}${actions}</span></header>`;

@@ -6,7 +6,7 @@
 import * as crypto from 'node:crypto';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { Methods, type PathPage, type SessionStats, type TreeView } from '../protocol';
+import { Methods, type LoneCarriageReturnLine, type PathPage, type SessionStats, type TreeView } from '../protocol';
 import { entryLabel } from '../treeModel';
 import { escapeHtml, renderItem, renderStats } from './render';
 
@@ -21,7 +21,10 @@ export interface ViewerHost {
   openAsText(uri: vscode.Uri): Promise<void>;
   showTree(uri: vscode.Uri, entryId?: unknown): Promise<void>;
   showContext(uri: vscode.Uri, entryId?: unknown): Promise<void>;
+  /** Show pi's line `line` of the file in its text editor. */
   revealLine(uri: vscode.Uri, line: number): Promise<void>;
+  /** The file's lone CRs (pi/getLineBreaks; none when the server cannot tell). */
+  lineBreaks(uri: vscode.Uri): Promise<LoneCarriageReturnLine[]>;
   /** A viewer became the active editor: the tree follows it. */
   activated(uri: vscode.Uri): void;
   log(message: string): void;
@@ -64,6 +67,8 @@ export class ViewerPanel implements vscode.Disposable {
   /** The totals' request on its way, and whether the file changed since it was sent. */
   private statsRequest: Promise<void> | undefined;
   private statsAgain = false;
+  /** The file's lone CRs, for the lines the pages name: asked once, again after the file changed. */
+  private breaks: Promise<readonly LoneCarriageReturnLine[]> | undefined;
   /** Messages posted to the webview, for tests. */
   readonly posted: unknown[] = [];
 
@@ -145,12 +150,14 @@ export class ViewerPanel implements vscode.Disposable {
 
   /** A page of the current path, with each item's HTML. */
   async page(offset: number, limit: number): Promise<object> {
-    const page = await this.host.request<PathPage>(Methods.getPath, this.params({ offset: Math.max(0, offset), limit }));
+    const asked = this.host.request<PathPage>(Methods.getPath, this.params({ offset: Math.max(0, offset), limit }));
+    this.breaks ??= this.host.lineBreaks(this.uri).catch(() => []);
+    const [page, breaks] = await Promise.all([asked, this.breaks]);
     const items = page.items.map((item, i) => ({
       index: page.offset + i,
       id: JSON.stringify(item.entry?.id ?? null),
       parentId: JSON.stringify(item.entry?.parentId ?? null),
-      html: renderItem(item, page.offset + i, this.toolNames),
+      html: renderItem(item, page.offset + i, this.toolNames, breaks),
       children: item.childIds.length,
     }));
     return { total: page.total, offset: page.offset, hasMore: page.hasMore, endId: JSON.stringify(page.endId), leafId: JSON.stringify(page.leafId), items };
@@ -216,6 +223,7 @@ export class ViewerPanel implements vscode.Disposable {
 
   /** The session file changed (pi appended): the totals and, when it follows the leaf, the path. */
   sessionChanged(): void {
+    this.breaks = undefined;
     void this.showStats();
     this.post({ type: 'changed' });
   }

@@ -1,8 +1,8 @@
 // Drive code-server (real VS Code) with Debian chromium through playwright-core and check what a
 // user of the Pi Session extension sees: the language of session files (damaged ones too), the
 // diagnostics in the Problems panel, the session tree (its own container, lazy, icons, the leaf
-// selected, following the cursor, cleared on close, following repairs, following pi's appends, with
-// unsaved edits in the editor too), a hover, the highlights
+// selected, a row's tooltip, following the cursor, cleared on close, following repairs, following
+// pi's appends, with unsaved edits in the editor too), a hover, the highlights
 // and completion of ids, the context document, Check All Sessions, Fix All, and the session viewer
 // (a 100 MB session opened from the Explorer, scrolled, a branch switched, a tool call expanded; a
 // session holding HTML and script tags shown as text), and Open Session... (pi's sessions of the
@@ -284,6 +284,20 @@ try {
   check('the tree view says pi skips the broken line', noticeShown && /line 8 \(invalid JSON/.test(await skippedNotice.first().innerText()),
     squash(await skippedNotice.first().innerText().catch(() => '(no notice)')).slice(0, 200));
   await shot(page, 'e2e-tree.png');
+
+  // a row's tooltip is made as the mouse is on it (resolveTreeItem): it names the row's line
+  const rowTooltip = page.locator('.workbench-hover-container:visible, .monaco-hover:not(.hidden):visible', { hasText: 'line 5 · ' });
+  let tooltipText = '';
+  if (treeOk) {
+    const row = tree.locator('.monaco-list-row', { hasText: 'Start with the scanner' }).first();
+    const shown = await until(async () => {
+      await page.mouse.move(900, 700); // (a move onto the row starts the hover anew)
+      await row.hover();
+      return visible(rowTooltip, 3_000);
+    }, 20_000, 0);
+    if (shown) tooltipText = squash(await rowTooltip.first().innerText());
+  }
+  check("a tree row's tooltip names its line", tooltipText.includes('line 5 · '), tooltipText.slice(0, 200));
 
   // 4. clicking a tree row reveals its line in the editor (the mouse first leaves the rows: a tooltip
   // over them would take the click)

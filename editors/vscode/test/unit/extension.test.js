@@ -589,6 +589,41 @@ test('a file with lone CRs: the lines VS Code shows are converted to pi\'s for t
   assert.equal(state.shownDocuments.pop().editor.selection.active.line, 1); // (above the lone CRs)
 });
 
+test('a file with lone CRs: the tree\'s tooltips and its notice name lines as VS Code does, from one pi/getLineBreaks per file state', async (t) => {
+  // pi's line 2 (a1) holds two lone CRs: pi's line 3 (u2) is VS Code's 5, pi's 4 (a2) VS Code's 6
+  const breaks = { loneCarriageReturns: [{ line: 2, count: 2 }] };
+  const info = { skippedLines: 1, skipped: [{ line: 4, column: 0, kind: 'malformed', message: 'invalid JSON' }], entryCount: ENTRIES.length };
+  const { api, client, state, restore } = await activated({ getInfo: () => info, other: (method) => (method === 'pi/getLineBreaks' ? breaks : null) });
+  t.after(restore);
+  const asked = () => client.requests.filter((r) => r.method === 'pi/getLineBreaks').length;
+  assert.match(state.treeViews[0].message, /what it holds: line 7 \(invalid JSON; pi's line 5\)\./);
+  assert.equal(asked(), 1);
+  // a row's tooltip is made as the mouse is on it (resolveTreeItem), from the same reply
+  const tooltip = async (row) => {
+    const item = api.tree.getTreeItem(row);
+    assert.equal(item.tooltip, undefined); // (VS Code resolves only what is left undefined)
+    return (await api.tree.resolveTreeItem(item, row)).tooltip.value;
+  };
+  const roots = await children(api);
+  const [, u2] = await children(api, roots[1]);
+  assert.match(await tooltip(u2), /line 6 \(pi's line 4\) · /);
+  assert.match(await tooltip(roots[0]), /line 2 · /); // (above the lone CRs)
+  assert.equal(asked(), 1);
+  // the file changed: the next line named asks again, once
+  breaks.loneCarriageReturns = [];
+  client.notify('pi/didChange', { uri: SESSION_URI, kind: 'reloaded' });
+  await until(() => asked() === 2, 'the reload asked for the lone CRs again');
+  await until(() => state.treeViews[0].message?.includes('line 5 (invalid JSON)'), 'the notice named the line anew');
+  const rows = await children(api, (await children(api))[1]);
+  assert.match(await tooltip(rows[1]), /line 4 · /);
+  assert.equal(asked(), 2);
+  // the user's Refresh (a file changed without a word: one the server no longer held) asks again too
+  breaks.loneCarriageReturns = [{ line: 1, count: 1 }];
+  await state.commands.get('piSession.tree.refresh')();
+  assert.match(state.treeViews[0].message, /line 6 \(invalid JSON; pi's line 5\)/);
+  assert.equal(asked(), 3);
+});
+
 test('Restart Server stops the client and starts a new one', async (t) => {
   const { state, restore } = await activated();
   t.after(restore);
@@ -924,6 +959,7 @@ async function openViewer(options = {}) {
         return params.offset >= PATH_PAGE.total ? { ...PATH_PAGE, offset: PATH_PAGE.total, items: [] } : PATH_PAGE;
       }
       if (method === 'pi/getStats') return options.stats ? Promise.resolve(options.stats()).then(() => STATS) : STATS;
+      if (method === 'pi/getLineBreaks') return options.lineBreaks ?? null;
       return null;
     },
   });
@@ -1043,6 +1079,36 @@ test('the viewer\'s buttons: open as text, the tree at an entry, the context at 
   panel.send({ type: 'context', id: '"a1"' });
   await flush();
   assert.match(state.shownDocuments.pop().document.uri.path, /context at a1\.md$/);
+});
+
+test('the viewer names each entry\'s line as VS Code does after lone CRs, from one pi/getLineBreaks per file state', async (t) => {
+  // pi's line 2 (a1) holds a lone CR: pi's line 5 (u3) is VS Code's 6
+  const lineBreaks = { loneCarriageReturns: [{ line: 2, count: 1 }] };
+  const { panel, client, state, doc, restore } = await openViewer({ lineBreaks });
+  t.after(restore);
+  const asked = () => client.requests.filter((r) => r.method === 'pi/getLineBreaks').length;
+  const lines = (page) => page.items.map((i) => /data-action="reveal"[^>]*>([^<]*)</.exec(i.html)[1]);
+  const reset = panel.posted.find((m) => m.type === 'reset');
+  assert.deepEqual(lines(reset.page), ['line 2', 'line 3', 'line 7 (pi&#39;s line 6)']);
+  assert.equal(asked(), 1);
+  panel.send({ type: 'load', offset: 0, limit: 100, purpose: 'append' });
+  await flush();
+  assert.deepEqual(lines(panel.posted.pop().page), ['line 2', 'line 3', 'line 7 (pi&#39;s line 6)']);
+  assert.equal(asked(), 1);
+  // its button reveals pi's line 5 where VS Code shows it
+  state.visibleTextEditors = [{ document: doc }];
+  panel.send({ type: 'reveal', line: 5 });
+  await until(() => state.shownDocuments.length > 0, 'the line was revealed');
+  assert.equal(state.shownDocuments.pop().editor.selection.active.line, 6);
+  // the file changed: the next page asks again
+  lineBreaks.loneCarriageReturns = [];
+  client.notify('pi/didChange', { uri: SESSION_URI, kind: 'appended', newEntryIds: ['z'], leafId: 'z' });
+  await flush();
+  const before = asked();
+  panel.send({ type: 'load', offset: 0, limit: 100, purpose: 'append' });
+  await flush();
+  assert.deepEqual(lines(panel.posted.pop().page), ['line 2', 'line 3', 'line 6']);
+  assert.equal(asked(), before + 1);
 });
 
 function sessionFile(dir, name, lines) {

@@ -13,7 +13,7 @@ const treeModel = require(path.join(out, 'treeModel.js'));
 const { LazyTree, hasChildContainer, isTreeChanged } = require(path.join(out, 'lazyTree.js'));
 const serverCommand = require(path.join(out, 'serverCommand.js'));
 const { parseCheckOutput } = require(path.join(out, 'checkReport.js'));
-const { editorLineOf, lineBreaksOf, piLineOf } = require(path.join(out, 'lineBreaks.js'));
+const { editorLineOf, lineBreaksOf, lineName, piLineOf } = require(path.join(out, 'lineBreaks.js'));
 const { isSessionHeaderLine, isEntryLine, looksLikeSession } = require(path.join(out, 'detect.js'));
 const render = require(path.join(out, 'viewer', 'render.js'));
 const { makeTreeServer, chainEntries } = require('./fakeTree');
@@ -52,6 +52,19 @@ test('skippedNotice: what the tree view says of lines pi skips, naming the first
     treeModel.skippedNotice({ skippedLines: 2 }),
     'pi skips 2 lines of this file, so the tree lacks what they hold. The Problems panel lists them with the repairs.',
   );
+});
+
+test('skippedNotice after lone CRs: the line as VS Code and its Problems panel number it, pi\'s beside it', () => {
+  const info = { skippedLines: 2, skipped: [{ line: 7, column: 0, kind: 'malformed', message: 'invalid JSON' }] };
+  const breaks = [{ line: 2, count: 2 }]; // pi's line 8 (1-based) is VS Code's line 10
+  assert.equal(
+    treeModel.skippedNotice(info, breaks),
+    "pi skips 2 lines of this file, so the tree lacks what they hold: line 10 (invalid JSON; pi's line 8), and 1 more. " +
+      'The Problems panel lists them with the repairs.',
+  );
+  assert.match(treeModel.skippedNotice(info, [{ line: 7, count: 3 }]), /: line 8 \(invalid JSON\), and/); // (its own lone CRs are below its start)
+  assert.equal(treeModel.firstSkippedLine(info), 7);
+  assert.equal(treeModel.firstSkippedLine({ skippedLines: 2 }), undefined);
 });
 
 const probes = (overrides = {}) => ({
@@ -355,6 +368,13 @@ test('renderItem escapes everything from the file: text, tool calls, results, la
   assert.match(pieces, /&#60;script&#62;|&lt;script&gt;/);
 });
 
+test('renderItem names the entry\'s line as VS Code numbers it (pi\'s beside it after lone CRs); its button keeps pi\'s', () => {
+  const plain = render.renderItem(item(msg('user', { content: 'x' }), { line: 5 }), 0);
+  assert.match(plain, /<button class="link" data-action="reveal" data-line="5" title="[^"]*">line 6<\/button>/);
+  const shifted = render.renderItem(item(msg('user', { content: 'x' }), { line: 5 }), 0, new Map(), [{ line: 1, count: 1 }, { line: 3, count: 2 }]);
+  assert.match(shifted, /<button class="link" data-action="reveal" data-line="5" title="[^"]*">line 9 \(pi&#39;s line 6\)<\/button>/);
+});
+
 test('renderItem: Markdown, collapsible thinking / tool calls / tool results, images, the turn facts', () => {
   const assistant = render.renderItem(item(msg('assistant', {
     content: [
@@ -508,4 +528,14 @@ test('lineBreaks: pi\'s lines ("\\n" only) against VS Code\'s ("\\r\\n", "\\r", 
     assert.deepEqual(lineBreaksOf(other), []);
     assert.equal(piLineOf(7, lineBreaksOf(other)), 7);
   }
+});
+
+test('lineName: a line named as VS Code numbers it, and pi\'s number beside it where they differ', () => {
+  const breaks = [{ line: 2, count: 2 }];
+  assert.equal(lineName(0, []), 'line 1');
+  assert.equal(lineName(2, breaks), 'line 3'); // (the line holding them starts where pi's does)
+  assert.equal(lineName(3, breaks), "line 6 (pi's line 4)");
+  assert.equal(lineName(3, breaks, 'invalid JSON'), "line 6 (invalid JSON; pi's line 4)");
+  assert.equal(lineName(1, breaks, 'invalid JSON'), 'line 2 (invalid JSON)');
+  assert.equal(lineName(1, breaks, ''), 'line 2');
 });
