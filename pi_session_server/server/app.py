@@ -18,7 +18,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, TypeVar, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -76,6 +76,9 @@ class ServerOptions(msgspec.Struct):
     pi: Profile = msgspec.field(default_factory=lambda: profile_for(DEFAULT_PI))
     # the working directory and variables sessions are opened in (None: the process's at start)
     environment: Environment | None = None
+    # the client's lines end at "\n" only, as pi's (Neovim's buffers), not as the LSP's, which a
+    # lone CR ends too: ``initializationOptions.lineBreaks`` (positions on the wire follow them)
+    lines_end_at_newline_only: bool = False
 
 
 # the shortest time between two looks at the followed files (a shorter one given is taken as this)
@@ -97,6 +100,7 @@ class InitializationOptions(msgspec.Struct, rename="camel", kw_only=True):
     rollback_failed_writes: bool | UnsetType = UNSET
     pi_version: str | UnsetType = UNSET
     environment: EnvironmentOptions | UnsetType = UNSET
+    line_breaks: Literal["lsp", "newline"] | UnsetType = UNSET
 
 
 class HeldByUri(NamedTuple):
@@ -174,9 +178,9 @@ class PiSessionServer:
 
     def apply_initialization_options(self, options: Any) -> None:
         """``initializationOptions``: ``{"fsync": bool, "watchInterval": seconds, "rollbackFailedWrites":
-        bool, "piVersion": "1.6.0" | "0.86.1", "environment": {"cwd", "home", "agentDir"}}``. Options
-        that do not fit are reported in the log (an unknown pi version to the user too) and the
-        defaults stay."""
+        bool, "piVersion": "1.6.0" | "0.86.1", "environment": {"cwd", "home", "agentDir"}, "lineBreaks":
+        "lsp" | "newline"}``. Options that do not fit are reported in the log (an unknown pi version
+        to the user too) and the defaults stay."""
         if options is None:
             return
         try:
@@ -196,6 +200,8 @@ class PiSessionServer:
             self._choose_pi(given.pi_version)
         if given.environment is not UNSET:
             self.environment = given.environment.applied_to(self.environment)
+        if given.line_breaks is not UNSET:
+            self.options.lines_end_at_newline_only = given.line_breaks == "newline"
 
     def environment_for(self, p: LocatedParams) -> Environment:
         """The environment a request finds its files in: its own ``environment`` over the server's."""

@@ -11,7 +11,8 @@ rebuild the whole text on every change). Positions: the analysis works in byte o
 session line; every handler converts with the position encoding negotiated at ``initialize``
 (UTF-16 for VS Code, UTF-8 for Neovim, or UTF-32) and with the LSP's line breaks
 (:mod:`~pi_session_server.analysis.lone_cr`: a lone "\\r" starts a line on the wire; documents
-read from disk, which the editor does not show, keep pi's lines).
+read from disk, which the editor does not show, keep pi's lines, and so does every document of a
+client whose lines end at "\\n" only: ``initializationOptions.lineBreaks``).
 
 Diagnostics: a client that pulls them (``textDocument/diagnostic``) gets them that way only; the
 others get ``publishDiagnostics``, debounced. A big document (``QUICK_OPEN_CHARS``) is published in
@@ -218,6 +219,9 @@ class DocState:
     doc: SessionDocument | None = None  # None until opened (or when reading it from disk failed)
     version: int | None = None
     from_disk: bool = False
+    # a lone CR starts a line on the wire (see lone_cr): not in a document read from disk, which
+    # keeps pi's lines, nor for a client whose lines end at "\n" only (ServerOptions)
+    lone_cr_ends_line: bool = True
     # the documents read from disk (their URIs) that this one's opening replaced: the file's
     # problems are shown from disk again when the editor closes it
     replaced_disk_reads: tuple[str, ...] = ()
@@ -355,8 +359,13 @@ class LanguageFeatures:
             last = doc.line_count - 1
             return last, len(doc.lines[last].raw)
         raw = doc.lines[line].raw
-        segment = raw[start : end if end >= 0 else _editor_line_end(doc, line, raw)]
-        return line, start + to_offset(segment, pos.character, self.encoding, doc.errors)
+        if end < 0:
+            # to a client whose lines end at "\n" only, the CR of a CRLF is its line's last
+            # character (Neovim shows it as ^M, and text typed after it goes after it), or not in
+            # its line at all (a buffer whose lines all end in CRLF): a position past it is after it
+            newline_only = self.server.options.lines_end_at_newline_only
+            end = len(raw) if newline_only else _editor_line_end(doc, line, raw)
+        return line, start + to_offset(raw[start:end], pos.character, self.encoding, doc.errors)
 
     def encoded(self, value: Any) -> Any:
         """An LSP result (lsprotocol objects) as the JSON it is sent as, made on the worker (an
@@ -380,7 +389,8 @@ class LanguageFeatures:
             queue = self._queues.get(uri)
             if queue is None:
                 queue = self._queues[uri] = self.server.pool.queue(f"document {uri}")
-            state = DocState(uri, path, queue, from_disk=from_disk)
+            lone_cr_ends_line = not from_disk and not self.server.options.lines_end_at_newline_only
+            state = DocState(uri, path, queue, from_disk=from_disk, lone_cr_ends_line=lone_cr_ends_line)
             self.docs[uri] = state
         return state
 
@@ -588,7 +598,7 @@ class LanguageFeatures:
         end = len(doc.lines[last].raw)
         before = doc.line_count
         doc.apply_edit(last, end, last, end, added)
-        if not state.from_disk:  # (lone CRs: the editor's line breaks; a file read from disk keeps pi's)
+        if state.lone_cr_ends_line:
             state.lone_cr.edited(doc.lines, last, 1, 1 + doc.line_count - before)
 
     def _opened(self, state: DocState, doc: SessionDocument) -> None:
@@ -620,7 +630,7 @@ class LanguageFeatures:
     @staticmethod
     def _scan_lone_crs(state: DocState, doc: SessionDocument) -> None:
         """Where the editor's lines break inside the document's (a lone CR ends a line to LSP)."""
-        if not state.from_disk and any(b"\r" in line.raw for line in doc.lines):
+        if state.lone_cr_ends_line and any(b"\r" in line.raw for line in doc.lines):
             state.lone_cr.scan(doc.lines)
 
     def _look_at_file(self, state: DocState) -> bool:
@@ -664,11 +674,12 @@ class LanguageFeatures:
                 doc.apply_edit(start[0], start[1], end[0], end[1], change.text)
                 first, removed = min(start[0], end[0]), abs(end[0] - start[0]) + 1
                 # (an edit can make a "\r" lone without one in its text: it removed the "\n" after it)
-                state.lone_cr.edited(doc.lines, first, removed, removed + doc.line_count - before)
+                if state.lone_cr_ends_line:
+                    state.lone_cr.edited(doc.lines, first, removed, removed + doc.line_count - before)
             else:
                 doc.replace_all(change.text)
                 _keep_lone_crs(state, LoneCarriageReturns())
-                if "\r" in change.text:
+                if state.lone_cr_ends_line and "\r" in change.text:
                     state.lone_cr.scan(doc.lines)
         state.version = version
         self.schedule_publish(state)

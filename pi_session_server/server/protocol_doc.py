@@ -798,7 +798,9 @@ def openrpc() -> dict[str, Any]:
                 "initializationOptions: {fsync?: boolean, watchInterval?: seconds, rollbackFailedWrites?: boolean, "
                 'piVersion?: the pi release every session and document behaves like ("1.6.0", the default, or '
                 '"0.86.1"; `serve --pi` sets it for clients that send no initialize; an unknown one is logged '
-                "and shown to the user, and the default stays)}. "
+                "and shown to the user, and the default stays), lineBreaks?: where the client's lines end, for "
+                'the language server\'s positions ("lsp", the default: at a lone CR too, as the LSP says; '
+                '"newline": at \\n only, as pi\'s, which the Neovim plugin sends)}. '
                 "Parameters that the reference takes as plain values (ids, message, data, ...) accept any JSON "
                 "value and may be left out, which means JS undefined (not null). Paths (`path`, `cwd`, "
                 f"`sessionDir`, ...) hold at most {MAX_PATH_CHARS} characters and a `uri` {MAX_URI_CHARS} (longer: "

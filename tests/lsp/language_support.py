@@ -176,6 +176,7 @@ async def start_editor(
     client_name: str,
     workspace_folders: Sequence[str] | None = None,
     root_uri: str | None = None,
+    initialization_options: Any = None,
 ) -> Editor:
     """Initialize as ``client_name`` would, with the workspace folders (URIs) and root it names."""
     capabilities = client_capabilities(client_name)
@@ -183,6 +184,7 @@ async def start_editor(
         types.InitializeParams(
             capabilities=capabilities,
             root_uri=root_uri,
+            initialization_options=initialization_options,
             workspace_folders=[
                 types.WorkspaceFolder(uri, uri.rsplit("/", 1)[-1]) for uri in workspace_folders
             ]

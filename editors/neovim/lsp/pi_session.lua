@@ -13,10 +13,13 @@ return {
   end,
   -- session files live outside projects: no root markers, one server for all of them
   filetypes = { 'pi-session' },
-  -- the pi release the server follows: setup{pi_version}, read when the server starts
+  -- the pi release the server follows: setup{pi_version}, read when the server starts; and how
+  -- the buffer's lines end: at "\n" only (a lone "\r" stays in its line, shown as ^M), as pi's
+  -- do, where the LSP would end a line at a lone "\r" too and number the lines after it otherwise
   before_init = function(params)
     params.initializationOptions = vim.tbl_extend('force', params.initializationOptions or {}, {
       piVersion = require('pi_session.config').pi_version(),
+      lineBreaks = 'newline',
     })
   end,
   -- (Neovim pulls the diagnostics of attached buffers; the server pushes only those of files no

@@ -1374,6 +1374,63 @@ test('text a JSON decoder may refuse never reaches Neovim: a broken line startin
   truthy(text:find('lone \u{FFFD} half', 1, true), 'hover: ' .. text)
 end)
 
+test('a lone CR (JSON white space) stays inside its line, as pi reads it: the problems below it are on their buffer lines', function()
+  -- Neovim ends a line at "\n" only (the "\r" shows as ^M) where the LSP ends one at a lone "\r"
+  -- too: the plugin says so at initialize (lineBreaks), else every position after it is a line off
+  local path = work .. '/elsewhere/lone-cr.jsonl'
+  local file = assert(io.open(path, 'wb'))
+  file:write(
+    '{"type":"session","version":3,"id":"0199e2e0-aaaa-7bbb-8ccc-000000000004","timestamp":"2026-01-05T10:00:00.000Z","cwd":"/work/demo"}\n',
+    '{"type":"message",\r"id":"u1","parentId":null,"timestamp":"2026-01-05T10:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}}\n',
+    '{"type":"message","id":"u2","parentId":"u1","timestamp":"2026-01-05T10:00:02.000Z","message":{"role":"user","content":"cut off\n'
+  )
+  file:close()
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  eq(vim.api.nvim_buf_line_count(buf), 3, 'the buffer\'s lines (the "\\r" inside the second)')
+  truthy(require('pi_session').wait_client(buf, TIMEOUT), 'no client for the session')
+  local diagnostics
+  truthy(vim.wait(TIMEOUT, function()
+    diagnostics = vim.diagnostic.get(buf)
+    return #diagnostics > 0
+  end, 50), 'no diagnostics')
+  eq(vim.tbl_map(function(d)
+    return d.lnum
+  end, diagnostics), { 2 }, 'the cut-off line 3 is the line reported')
+  local params = { textDocument = { uri = vim.uri_from_bufnr(buf) }, position = { line = 1, character = 20 } }
+  local reply = vim.lsp.buf_request_sync(buf, 'textDocument/hover', params, TIMEOUT)
+  local text = ''
+  for _, r in pairs(reply or {}) do
+    text = text .. hover_text(r.result)
+  end
+  truthy(text:find('first', 1, true), 'a hover after the "\\r" is about u1: ' .. text)
+end)
+
+test('text typed after the ^M of a CRLF line (a file of "\\n" lines) is after it to the server too', function()
+  local path = work .. '/elsewhere/one-crlf.jsonl'
+  local file = assert(io.open(path, 'wb'))
+  file:write(
+    '{"type":"session","version":3,"id":"0199e2e0-aaaa-7bbb-8ccc-000000000005","timestamp":"2026-01-05T10:00:00.000Z","cwd":"/work/demo"}\n',
+    '{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-05T10:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}}\r\n'
+  )
+  file:close()
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  eq(vim.bo[buf].fileformat, 'unix', 'fileformat')
+  truthy(require('pi_session').wait_client(buf, TIMEOUT), 'no client for the session')
+  local line = vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1]
+  eq(line:sub(-1), '\r', 'the CR is the line\'s last character')
+  vim.api.nvim_buf_set_text(buf, 1, #line, 1, #line, { 'x' })
+  local diagnostics
+  truthy(vim.wait(TIMEOUT, function()
+    diagnostics = vim.diagnostic.get(buf)
+    return #diagnostics > 0
+  end, 50), 'no diagnostics')
+  eq(vim.tbl_map(function(d)
+    return { d.lnum, d.col }
+  end, diagnostics), { { 1, #line } }, 'the "x" typed after the ^M, where the JSON ends')
+end)
+
 test('fix all: lines glued after a crash are split by the documented code_action call', function()
   local header = '{"type":"session","version":3,"id":"0199e2e0-aaaa-7bbb-8ccc-000000000003","timestamp":"2026-01-05T10:00:00.000Z","cwd":"/work/demo"}'
   local first = '{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-05T10:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}}'
