@@ -739,3 +739,61 @@ def test_the_index_s_size_defaults_are_the_code_s() -> None:
 
     assert default_size("PI_SESSION_INDEX_MIN_SIZE") == cache_dir.DEFAULT_MIN_SIZE
     assert default_size("PI_SESSION_INDEX_MAX_BYTES") == cache_dir.DEFAULT_MAX_BYTES
+
+
+def command_options(name: str) -> list[set[str]]:
+    """The spellings of each option ``pi-session NAME`` takes, ``--help`` aside."""
+    parser = argparse.ArgumentParser(prog=f"pi-session {name}")
+    importlib.import_module(f"pi_session_server.commands.{COMMANDS[name][0]}").add_arguments(parser)
+    return [
+        set(action.option_strings)
+        for action in parser._actions
+        if action.option_strings and action.option_strings != ["-h", "--help"]
+    ]
+
+
+def synopsis(command: str) -> str:
+    """The ``pi-session COMMAND [...]`` line that opens the command's section of docs/CLI.md."""
+    found = re.search(rf"`(pi-session {command}\b[^`]*)`", cli_sections()[command])
+    assert found is not None, f"no synopsis in the section of {command}"
+    return found.group(1)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_each_command_s_synopsis_names_every_option_it_takes_and_no_other(command: str) -> None:
+    """A user reads a command's options off its synopsis: one added to the command and not to its
+    synopsis, or one the command lost, would send them to ``--help`` to find the page wrong."""
+    shown = set(OPTION.findall(synopsis(command)))
+    taken = command_options(command)
+    assert [sorted(spellings) for spellings in taken if not spellings & shown] == []
+    assert shown - set().union(*taken) == set()
+
+
+def test_a_synopsis_missing_an_option_is_found() -> None:
+    assert "--ids" in OPTION.findall(synopsis("tree"))
+    assert {"-o", "--in-place", "--codes"} <= set(OPTION.findall(synopsis("repair")))
+    assert {"--ids"} in command_options("tree") and {"-o", "--output"} in command_options("repair")
+
+
+def test_the_defaults_the_pages_give_are_the_commands_s() -> None:
+    """The widths a piped command cuts its text to, and the server's defaults, as the pages give
+    them, are those of the code (a script's output depends on the widths)."""
+    from pi_session_server.commands import demo, listing, serve, tree
+
+    configuration = " ".join(PAGES[ROOT / "docs" / "CONFIGURATION.md"].text.split())
+    widths = re.search(r"a fixed width: (\d+) \(`tree`\), (\d+) \(`list`\), (\d+) \(`demo`\)", configuration)
+    assert widths is not None
+    assert [int(width) for width in widths.groups()] == [
+        tree.DEFAULT_WIDTH,
+        listing.DEFAULT_WIDTH,
+        demo.DEFAULT_WIDTH,
+    ]
+    sections = {name: " ".join(text.split()) for name, text in cli_sections().items()}
+    assert re.findall(r"piped, previews are cut to (\d+) columns", sections["tree"]) == [
+        str(tree.DEFAULT_WIDTH)
+    ]
+    assert re.findall(r"\(neither says\) to (\d+)\.", sections["list"]) == [str(listing.DEFAULT_WIDTH)]
+    interval = re.findall(r"`serve --watch-interval SECONDS` \(default ([\d.]+)", configuration)
+    assert [float(value) for value in interval] == [serve.DEFAULTS["watch_interval"]]
+    level = re.findall(r"`serve --log-file PATH --log-level \w+` \(default: stderr, `(\w+)`", configuration)
+    assert level == [serve.DEFAULTS["log_level"]]
