@@ -576,6 +576,31 @@ def test_every_deviation_named_is_in_the_deviations_page() -> None:
         assert named - listed == set(), page_id(path)
 
 
+VECTORS = ROOT / "tests" / "conformance" / "vectors"
+
+
+def vectors_missing(text: str) -> list[str]:
+    """The conformance vectors ``text`` cites (``vector `name` ``, ``vectors `a`, `dev-03-*` ``)
+    that have no scenario under tests/conformance/vectors/."""
+    missing = []
+    for citation in re.findall(r"\bvectors? ((?:`[^`]+`(?:, )?)+)", text):
+        for name in re.findall(r"`([^`]+)`", citation):
+            if not list(VECTORS.glob(f"{name}.scenario.json")):
+                missing.append(name)
+    return missing
+
+
+def test_every_conformance_vector_a_deviation_cites_exists() -> None:
+    text = PAGES[ROOT / "docs" / "DEVIATIONS.md"].text
+    assert len(re.findall(r"\bvectors? `", text)) >= 10, "the page cites no vectors any more"
+    assert vectors_missing(text) == []
+
+
+def test_a_vector_cited_that_is_gone_is_found() -> None:
+    text = "vectors `load-10-cycle-hang`, `dev-03-*`; vector `extra/x-99-gone`, `dev-99-*`"
+    assert vectors_missing(text) == ["extra/x-99-gone", "dev-99-*"]
+
+
 def numbered_sections(path: Path) -> set[str]:
     return set(re.findall(r"^#{2,4} (\d+(?:\.\d+)*)\.? ", path.read_text(encoding="utf-8"), re.M))
 
