@@ -784,20 +784,57 @@ def synopsis(command: str) -> str:
     return found.group(1)
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
-def test_each_command_s_synopsis_names_every_option_it_takes_and_no_other(command: str) -> None:
-    """A user reads a command's options off its synopsis: one added to the command and not to its
-    synopsis, or one the command lost, would send them to ``--help`` to find the page wrong."""
-    shown = set(OPTION.findall(synopsis(command)))
+def synopses(page: Page) -> Iterator[tuple[str, str]]:
+    """(command, synopsis) for each ``pi-session COMMAND ... [--option] ...`` of the page's code: a
+    code span or a line of a block whose options are in brackets (a shell comment aside)."""
+    pieces = [*page.spans, *(line for _info, content in page.blocks for line in content.split("\n"))]
+    for piece in pieces:
+        line = " ".join(piece.split(" #")[0].split())
+        found = re.match(rf"(?:\$ )?pi-session ({'|'.join(COMMANDS)})\b", line)
+        if found and re.search(r"\[-", line):
+            yield found.group(1), line
+
+
+def options_left_out_or_unknown(command: str, line: str) -> list[str]:
+    shown = set(OPTION.findall(line))
     taken = command_options(command)
-    assert [sorted(spellings) for spellings in taken if not spellings & shown] == []
-    assert shown - set().union(*taken) == set()
+    left_out = [" ".join(sorted(spellings)) for spellings in taken if not spellings & shown]
+    return [
+        *(f"{option} left out" for option in left_out),
+        *(f"{o} unknown" for o in shown - set().union(*taken)),
+    ]
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_each_command_has_a_synopsis_in_its_section(command: str) -> None:
+    assert synopsis(command).startswith(f"pi-session {command}")
+
+
+@pytest.mark.parametrize("path", USER_PAGES, ids=page_id)
+def test_every_synopsis_names_every_option_its_command_takes_and_no_other(path: Path) -> None:
+    """A user reads a command's options off its synopsis: one added to the command and not to a
+    synopsis, or one the command lost, would send them to ``--help`` to find the page wrong."""
+    wrong = {
+        f"{command}: {problem}"
+        for command, line in synopses(PAGES[path])
+        for problem in options_left_out_or_unknown(command, line)
+    }
+    assert wrong == set()
 
 
 def test_a_synopsis_missing_an_option_is_found() -> None:
-    assert "--ids" in OPTION.findall(synopsis("tree"))
-    assert {"-o", "--in-place", "--codes"} <= set(OPTION.findall(synopsis("repair")))
-    assert {"--ids"} in command_options("tree") and {"-o", "--output"} in command_options("repair")
+    page = Page.read(CLI_PAGE)
+    assert {command for command, _line in synopses(page)} == set(COMMANDS)
+    assert set(options_left_out_or_unknown("tree", "pi-session tree [FILE] [--ids] [--bogus]")) == {
+        *(
+            f"{option} left out"
+            for option in ("--filter", "--search", "--width", "--ascii", "--pi", "--no-index")
+        ),
+        "--bogus unknown",
+    }
+    assert "--output -o left out" in options_left_out_or_unknown(
+        "repair", "pi-session repair PATH [--in-place]"
+    )
 
 
 def test_the_defaults_the_pages_give_are_the_commands_s() -> None:
