@@ -1,6 +1,6 @@
 """The Python client of the sidecar (``SidecarClient``): requests sent behind one another without
 waiting (``send_request``) are answered in the order the server gives them, each to its own id
-(``reply``), an error reply raised as ``RpcError``."""
+(``reply``), an error reply raised as ``RpcError``; README.md's example of it runs as written."""
 
 from __future__ import annotations
 
