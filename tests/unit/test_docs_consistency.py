@@ -859,3 +859,18 @@ def test_the_defaults_the_pages_give_are_the_commands_s() -> None:
     assert [float(value) for value in interval] == [serve.DEFAULTS["watch_interval"]]
     level = re.findall(r"`serve --log-file PATH --log-level \w+` \(default: stderr, `(\w+)`", configuration)
     assert level == [serve.DEFAULTS["log_level"]]
+
+
+def test_the_cache_s_limits_the_pages_give_are_the_code_s() -> None:
+    from pi_session_server.commands.check_report import KEPT_MIN_SIZE
+    from pi_session_server.session.cache_dir import MAX_KEPT_FILES
+
+    configuration = " ".join(PAGES[ROOT / "docs" / "CONFIGURATION.md"].text.split())
+    diagnostics = " ".join(PAGES[ROOT / "docs" / "DIAGNOSTICS.md"].text.split())
+    assert re.findall(r"and at most ([\d,]+) files", configuration) == [f"{MAX_KEPT_FILES:,}"]
+    kept_from = [
+        *re.findall(r"`check` keeps its problems from (\d+) KiB", configuration),
+        *re.findall(r"the problems it found \(from (\d+) KiB\)", configuration),
+        *re.findall(r"The problems found in a file of (\d+) KiB or more", diagnostics),
+    ]
+    assert kept_from == [str(KEPT_MIN_SIZE // 1024)] * 3
