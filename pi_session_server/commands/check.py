@@ -80,8 +80,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _severity_named(name: str) -> str:
-    """The severity ``name`` names: the text form's short names (``info``) as well as the JSON's."""
-    return {short: full for full, short in _SHORT_NAMES.items()}.get(name, name)
+    """The severity ``name`` names: the text form's short names (``info``) as well as the JSON's.
+    An unknown name is refused in the names ``--help`` shows (argparse's own refusal would list
+    the JSON's)."""
+    severity = {short: full for full, short in _SHORT_NAMES.items()}.get(name, name)
+    if severity not in SEVERITIES:
+        import argparse
+
+        printed = ", ".join(repr(_SHORT_NAMES.get(known, known)) for known in SEVERITIES)
+        raise argparse.ArgumentTypeError(f"invalid choice: {name!r} (choose from {printed})")
+    return severity
 
 
 # ---------------------------------------------------------------------- finding files

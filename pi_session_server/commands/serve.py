@@ -57,8 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--watch-interval",
         type=seconds,
         metavar="SECONDS",
-        help="how often held session files are checked for changes by other processes (default 0.15; "
-        "0: never, a session keeps what it read, as pi's does)",
+        help="how often held session files are checked for changes by other processes "
+        f"(default {DEFAULTS['watch_interval']}; 0: never, a session keeps what it read, as pi's does)",
     )
     parser.add_argument(
         "--keep-failed-appends",

@@ -100,6 +100,17 @@ def test_min_severity_takes_the_name_the_text_form_prints(
     assert capsys.readouterr().out.splitlines() == [f"{session}: ok", "1 file checked: ok"]
 
 
+def test_an_unknown_min_severity_is_refused_in_the_names_help_shows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = write(tmp_path / "s.jsonl", GOOD)
+    with pytest.raises(SystemExit) as stopped:
+        main(["check", "--min-severity", "bogus", str(session)])
+    assert stopped.value.code == 2
+    refusal = capsys.readouterr().err.splitlines()[-1]
+    assert refusal.endswith("invalid choice: 'bogus' (choose from 'error', 'warning', 'info', 'hint')")
+
+
 def test_missing_path_and_default_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -576,6 +576,31 @@ def test_every_deviation_named_is_in_the_deviations_page() -> None:
         assert named - listed == set(), page_id(path)
 
 
+VECTORS = ROOT / "tests" / "conformance" / "vectors"
+
+
+def vectors_missing(text: str) -> list[str]:
+    """The conformance vectors ``text`` cites (``vector `name` ``, ``vectors `a`, `dev-03-*` ``)
+    that have no scenario under tests/conformance/vectors/."""
+    missing = []
+    for citation in re.findall(r"\bvectors? ((?:`[^`]+`(?:, )?)+)", text):
+        for name in re.findall(r"`([^`]+)`", citation):
+            if not list(VECTORS.glob(f"{name}.scenario.json")):
+                missing.append(name)
+    return missing
+
+
+def test_every_conformance_vector_a_deviation_cites_exists() -> None:
+    text = PAGES[ROOT / "docs" / "DEVIATIONS.md"].text
+    assert len(re.findall(r"\bvectors? `", text)) >= 10, "the page cites no vectors any more"
+    assert vectors_missing(text) == []
+
+
+def test_a_vector_cited_that_is_gone_is_found() -> None:
+    text = "vectors `load-10-cycle-hang`, `dev-03-*`; vector `extra/x-99-gone`, `dev-99-*`"
+    assert vectors_missing(text) == ["extra/x-99-gone", "dev-99-*"]
+
+
 def numbered_sections(path: Path) -> set[str]:
     return set(re.findall(r"^#{2,4} (\d+(?:\.\d+)*)\.? ", path.read_text(encoding="utf-8"), re.M))
 
@@ -739,3 +764,113 @@ def test_the_index_s_size_defaults_are_the_code_s() -> None:
 
     assert default_size("PI_SESSION_INDEX_MIN_SIZE") == cache_dir.DEFAULT_MIN_SIZE
     assert default_size("PI_SESSION_INDEX_MAX_BYTES") == cache_dir.DEFAULT_MAX_BYTES
+
+
+def command_options(name: str) -> list[set[str]]:
+    """The spellings of each option ``pi-session NAME`` takes, ``--help`` aside."""
+    parser = argparse.ArgumentParser(prog=f"pi-session {name}")
+    importlib.import_module(f"pi_session_server.commands.{COMMANDS[name][0]}").add_arguments(parser)
+    return [
+        set(action.option_strings)
+        for action in parser._actions
+        if action.option_strings and action.option_strings != ["-h", "--help"]
+    ]
+
+
+def synopsis(command: str) -> str:
+    """The ``pi-session COMMAND [...]`` line that opens the command's section of docs/CLI.md."""
+    found = re.search(rf"`(pi-session {command}\b[^`]*)`", cli_sections()[command])
+    assert found is not None, f"no synopsis in the section of {command}"
+    return found.group(1)
+
+
+def synopses(page: Page) -> Iterator[tuple[str, str]]:
+    """(command, synopsis) for each ``pi-session COMMAND ... [--option] ...`` of the page's code: a
+    code span or a line of a block whose options are in brackets (a shell comment aside)."""
+    pieces = [*page.spans, *(line for _info, content in page.blocks for line in content.split("\n"))]
+    for piece in pieces:
+        line = " ".join(piece.split(" #")[0].split())
+        found = re.match(rf"(?:\$ )?pi-session ({'|'.join(COMMANDS)})\b", line)
+        if found and re.search(r"\[-", line):
+            yield found.group(1), line
+
+
+def options_left_out_or_unknown(command: str, line: str) -> list[str]:
+    shown = set(OPTION.findall(line))
+    taken = command_options(command)
+    left_out = [" ".join(sorted(spellings)) for spellings in taken if not spellings & shown]
+    return [
+        *(f"{option} left out" for option in left_out),
+        *(f"{o} unknown" for o in shown - set().union(*taken)),
+    ]
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_each_command_has_a_synopsis_in_its_section(command: str) -> None:
+    assert synopsis(command).startswith(f"pi-session {command}")
+
+
+@pytest.mark.parametrize("path", USER_PAGES, ids=page_id)
+def test_every_synopsis_names_every_option_its_command_takes_and_no_other(path: Path) -> None:
+    """A user reads a command's options off its synopsis: one added to the command and not to a
+    synopsis, or one the command lost, would send them to ``--help`` to find the page wrong."""
+    wrong = {
+        f"{command}: {problem}"
+        for command, line in synopses(PAGES[path])
+        for problem in options_left_out_or_unknown(command, line)
+    }
+    assert wrong == set()
+
+
+def test_a_synopsis_missing_an_option_is_found() -> None:
+    page = Page.read(CLI_PAGE)
+    assert {command for command, _line in synopses(page)} == set(COMMANDS)
+    assert set(options_left_out_or_unknown("tree", "pi-session tree [FILE] [--ids] [--bogus]")) == {
+        *(
+            f"{option} left out"
+            for option in ("--filter", "--search", "--width", "--ascii", "--pi", "--no-index")
+        ),
+        "--bogus unknown",
+    }
+    assert "--output -o left out" in options_left_out_or_unknown(
+        "repair", "pi-session repair PATH [--in-place]"
+    )
+
+
+def test_the_defaults_the_pages_give_are_the_commands_s() -> None:
+    """The widths a piped command cuts its text to, and the server's defaults, as the pages give
+    them, are those of the code (a script's output depends on the widths)."""
+    from pi_session_server.commands import demo, listing, serve, tree
+
+    configuration = " ".join(PAGES[ROOT / "docs" / "CONFIGURATION.md"].text.split())
+    widths = re.search(r"a fixed width: (\d+) \(`tree`\), (\d+) \(`list`\), (\d+) \(`demo`\)", configuration)
+    assert widths is not None
+    assert [int(width) for width in widths.groups()] == [
+        tree.DEFAULT_WIDTH,
+        listing.DEFAULT_WIDTH,
+        demo.DEFAULT_WIDTH,
+    ]
+    sections = {name: " ".join(text.split()) for name, text in cli_sections().items()}
+    assert re.findall(r"piped, previews are cut to (\d+) columns", sections["tree"]) == [
+        str(tree.DEFAULT_WIDTH)
+    ]
+    assert re.findall(r"\(neither says\) to (\d+)\.", sections["list"]) == [str(listing.DEFAULT_WIDTH)]
+    interval = re.findall(r"`serve --watch-interval SECONDS` \(default ([\d.]+)", configuration)
+    assert [float(value) for value in interval] == [serve.DEFAULTS["watch_interval"]]
+    level = re.findall(r"`serve --log-file PATH --log-level \w+` \(default: stderr, `(\w+)`", configuration)
+    assert level == [serve.DEFAULTS["log_level"]]
+
+
+def test_the_cache_s_limits_the_pages_give_are_the_code_s() -> None:
+    from pi_session_server.commands.check_report import KEPT_MIN_SIZE
+    from pi_session_server.session.cache_dir import MAX_KEPT_FILES
+
+    configuration = " ".join(PAGES[ROOT / "docs" / "CONFIGURATION.md"].text.split())
+    diagnostics = " ".join(PAGES[ROOT / "docs" / "DIAGNOSTICS.md"].text.split())
+    assert re.findall(r"and at most ([\d,]+) files", configuration) == [f"{MAX_KEPT_FILES:,}"]
+    kept_from = [
+        *re.findall(r"`check` keeps its problems from (\d+) KiB", configuration),
+        *re.findall(r"the problems it found \(from (\d+) KiB\)", configuration),
+        *re.findall(r"The problems found in a file of (\d+) KiB or more", diagnostics),
+    ]
+    assert kept_from == [str(KEPT_MIN_SIZE // 1024)] * 3
