@@ -159,12 +159,20 @@ def test_finish_gives_up_on_a_client_that_never_reads_and_leaves_the_stream_open
 def test_a_client_gone_drops_the_replies_and_says_so_once(
     served: Callable[..., Served], caplog: pytest.LogCaptureFixture
 ) -> None:
+    before = writer_threads()
     server = served()
+    mine = writer_threads() - before  # (an earlier test's writer may say so late, on its own thread)
     server.reader.close()
     for n in range(20):
         server.writer.write_frame(body(n, 100_000))
     assert within(lambda: server.on_loop(server.writer.finish), "finish() did not return") is True
-    assert len([r for r in caplog.records if "replies are dropped" in r.getMessage()]) == 1
+    said = [r for r in caplog.records if "replies are dropped" in r.getMessage() and r.thread in mine]
+    assert len(said) == 1
+
+
+def writer_threads() -> set[int | None]:
+    """The writer threads running now (each writer made on a loop has one)."""
+    return {thread.ident for thread in threading.enumerate() if thread.name == "pi-stdout"}
 
 
 def test_without_a_loop_frames_are_written_at_once() -> None:
