@@ -110,6 +110,18 @@ local function hover_text(result)
   return ''
 end
 
+--- The hover's text at (line, character) of buffer `buf` (0-based), from every client that answers.
+local function hover_at(buf, line, character)
+  local params = { textDocument = { uri = vim.uri_from_bufnr(buf) }, position = { line = line, character = character } }
+  local reply = vim.lsp.buf_request_sync(buf, 'textDocument/hover', params, TIMEOUT)
+  local text = ''
+  for _, r in pairs(reply or {}) do
+    truthy(not r.err, 'hover error: ' .. vim.inspect(r.err))
+    text = text .. hover_text(r.result)
+  end
+  return text
+end
+
 local session_buf, session_win
 
 test('filetype: a .jsonl with a session header is pi-session, wherever it is', function()
@@ -1364,13 +1376,7 @@ test('text a JSON decoder may refuse never reaches Neovim: a broken line startin
   end, 50)
   truthy(arrived, 'no diagnostic for line 3: ' .. vim.inspect(vim.diagnostic.get(buf)))
   truthy(diagnostics[1].message:find("Unexpected token '\u{FFFD}'", 1, true), 'message: ' .. diagnostics[1].message)
-  local params = { textDocument = { uri = vim.uri_from_bufnr(buf) }, position = { line = 1, character = 10 } }
-  local reply = vim.lsp.buf_request_sync(buf, 'textDocument/hover', params, TIMEOUT)
-  local text = ''
-  for _, r in pairs(reply or {}) do
-    truthy(not r.err, 'hover error: ' .. vim.inspect(r.err))
-    text = text .. hover_text(r.result)
-  end
+  local text = hover_at(buf, 1, 10)
   truthy(text:find('lone \u{FFFD} half', 1, true), 'hover: ' .. text)
 end)
 
@@ -1397,12 +1403,7 @@ test('a lone CR (JSON white space) stays inside its line, as pi reads it: the pr
   eq(vim.tbl_map(function(d)
     return d.lnum
   end, diagnostics), { 2 }, 'the cut-off line 3 is the line reported')
-  local params = { textDocument = { uri = vim.uri_from_bufnr(buf) }, position = { line = 1, character = 20 } }
-  local reply = vim.lsp.buf_request_sync(buf, 'textDocument/hover', params, TIMEOUT)
-  local text = ''
-  for _, r in pairs(reply or {}) do
-    text = text .. hover_text(r.result)
-  end
+  local text = hover_at(buf, 1, 20)
   truthy(text:find('first', 1, true), 'a hover after the "\\r" is about u1: ' .. text)
 end)
 
