@@ -93,6 +93,13 @@ local function wait_lines(buf, ok, what)
   return lines
 end
 
+--- Wait until the tree whose state is `state` has no load running (a follow or a load anew).
+local function wait_tree_loaded(state)
+  vim.wait(TIMEOUT, function()
+    return not state.loading
+  end, 20)
+end
+
 local function hover_text(result)
   local contents = result and result.contents
   if type(contents) == 'string' then
@@ -694,9 +701,7 @@ test('a turn pi appends below the leaf is taken in from one levels request with 
   local tree = require('pi_session.tree')
   local session = require('pi_session')
   local state = tree.state(tree_view)
-  vim.wait(TIMEOUT, function()
-    return not state.loading
-  end, 20)
+  wait_tree_loaded(state)
   local revision = state.tree.held_levels and state.tree.held_levels.revision
   truthy(type(revision) == 'string', 'the tree holds the levels of a revision')
   local counted, stop_counting = count_tree_loads()
@@ -771,9 +776,7 @@ test('a page refused after an append the tree follows is asked again at the foll
     return text:find('answer 299  <- leaf', 1, true) ~= nil
   end, 'the leaf of the raced session')
   local state = require('pi_session.tree').state(tree_view)
-  vim.wait(TIMEOUT, function()
-    return not state.loading
-  end, 20)
+  wait_tree_loaded(state)
   local counted, stop_counting = count_tree_loads()
   local requests, stop_recording = record_tree_requests()
   -- the pi/getTree requests `holding` picks wait until the test lets them through
@@ -969,9 +972,7 @@ test(':PiSessionBranch moves the leaf and the tree follows', function()
   vim.api.nvim_set_current_win(session_win)
   vim.api.nvim_win_set_cursor(0, { 6, 0 }) -- a0000002
   local state = require('pi_session.tree').state(tree_buf)
-  vim.wait(TIMEOUT, function()
-    return not state.loading
-  end, 20)
+  wait_tree_loaded(state)
   local counted, stop_counting = count_tree_loads()
   local requests, stop_recording = record_tree_requests()
   vim.cmd('PiSessionBranch')
@@ -979,9 +980,7 @@ test(':PiSessionBranch moves the leaf and the tree follows', function()
     return vim.tbl_contains(lines, '├─ * user: Start with the scanner  [scanner-try]')
       and vim.tbl_contains(lines, '│  * assistant: Scanner split into two functions  <- leaf')
   end, 'the tree after the branch')
-  vim.wait(TIMEOUT, function()
-    return not state.loading
-  end, 20)
+  wait_tree_loaded(state)
   stop_recording()
   stop_counting()
   -- the move of the leaf taken in from the levels that changed since the tree's, not loaded anew
@@ -1230,9 +1229,7 @@ test('a move of the leaf by another view (pi/branch, told as pi/didChange leafMo
     wait_lines(tree_buf, function(lines)
       return vim.tbl_contains(lines, '│  * assistant: Scanner split into two functions  <- leaf')
     end, 'the tree: the leaf marker on the new leaf')
-    vim.wait(TIMEOUT, function()
-      return not state.loading
-    end, 20)
+    wait_tree_loaded(state)
     eq(counted.loads, 0, 'the tree not loaded anew (a load asks pi/getInfo)')
     eq(#requests, 1, 'one request: ' .. vim.inspect(requests))
     eq({ type(requests[1].since), requests[1].aroundId }, { 'string', 'a0000002' }, 'asked what changed')
@@ -1244,9 +1241,7 @@ test('a move of the leaf by another view (pi/branch, told as pi/didChange leafMo
   wait_lines(view_buf, function(_, t)
     return t:find('Appended while a page was on its way', 1, true) ~= nil
   end, 'the view back on the leaf before')
-  vim.wait(TIMEOUT, function()
-    return not state.loading
-  end, 20)
+  wait_tree_loaded(state)
   assert(ok, err)
 end)
 
@@ -1263,9 +1258,7 @@ test('a label set by another view (pi/append, told as pi/didChange appended) is 
     wait_lines(tree_buf, function(_, t)
       return t:find('Refactor the parser please  [told]', 1, true) ~= nil
     end, 'the tree: the label')
-    vim.wait(TIMEOUT, function()
-      return not state.loading
-    end, 20)
+    wait_tree_loaded(state)
     eq(counted.loads, 0, 'the tree not loaded anew (a load asks pi/getInfo)')
     eq(#requests, 1, 'one request: ' .. vim.inspect(requests))
     eq(type(requests[1].since), 'string', 'asked what changed')
@@ -1276,9 +1269,7 @@ test('a label set by another view (pi/append, told as pi/didChange appended) is 
   wait_lines(tree_buf, function(_, t)
     return t:find('Refactor the parser please  [start]', 1, true) ~= nil
   end, 'the label as it was')
-  vim.wait(TIMEOUT, function()
-    return not state.loading
-  end, 20)
+  wait_tree_loaded(state)
   assert(ok, err)
 end)
 
