@@ -98,6 +98,16 @@ def _leaf_levels(base: dict[str, Any], leaf: Any, limit: int = 4) -> dict[str, A
     return {**base, "levels": True, "aroundId": leaf, "limit": limit}
 
 
+def _rows_made(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The entries whose tree-view rows are made from now on, in order (recorded, still made)."""
+    from pi_session_server.server import tree_view
+
+    made: list[Any] = []
+    node = tree_view._TreeShape.node
+    monkeypatch.setattr(tree_view._TreeShape, "node", lambda self, n, *a: made.append(n) or node(self, n, *a))
+    return made
+
+
 def _asked_alone(path: Path, params: dict[str, Any]) -> bytes:
     """The answer of a server that was asked nothing else."""
     manager = SessionManager.open(str(path))
@@ -459,16 +469,13 @@ def test_the_levels_above_the_leaf_s_are_not_encoded_again_after_an_append(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What makes a followed view's levels cheap: the rows of the levels kept are not made again."""
-    from pi_session_server.server import tree_view
 
     path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
     manager = SessionManager.open(str(path))
     base = _flat(("default", True, None))
     leaf = manager.get_leaf_id()
     first = _answer(manager, _leaf_levels(base, leaf, 3))
-    made: list[Any] = []
-    node = tree_view._TreeShape.node
-    monkeypatch.setattr(tree_view._TreeShape, "node", lambda self, n, *a: made.append(n) or node(self, n, *a))
+    made = _rows_made(monkeypatch)
     assert _answer(manager, _leaf_levels(base, leaf, 3)) == first and made == []
     levels = json.loads(first)["levels"]
     assert len(levels) >= 8
@@ -486,7 +493,6 @@ def test_a_branch_elsewhere_keeps_the_shape_and_the_levels_above_the_fork(
 ) -> None:
     """pi's /tree to an older entry, then a turn: the kept shape serves the new leaf's levels; the
     levels above the one that shows the entry branched at are not walked or encoded again."""
-    from pi_session_server.server import tree_view
 
     path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
     manager = SessionManager.open(str(path))
@@ -494,9 +500,7 @@ def test_a_branch_elsewhere_keeps_the_shape_and_the_levels_above_the_fork(
     levels = json.loads(_answer(manager, _leaf_levels(base, manager.get_leaf_id(), 3)))["levels"]
     shape = methods_read._tree_shapes.kept(manager)
     fork = levels[-2]["nodes"][-1]["id"]  # a row of the level above the leaf's
-    made: list[Any] = []
-    node = tree_view._TreeShape.node
-    monkeypatch.setattr(tree_view._TreeShape, "node", lambda self, n, *a: made.append(n) or node(self, n, *a))
+    made = _rows_made(monkeypatch)
     with path.open("a", encoding="utf-8") as file:
         file.write(S.user("n1", fork, "another way") + "\n" + S.user("n2", "n1", "on it") + "\n")
     manager.refresh_from_disk()
@@ -512,7 +516,6 @@ def test_a_move_of_the_leaf_alone_keeps_the_shape_and_the_levels_above_the_fork(
     """pi/branch to an older entry, nothing appended (the editor's tree view, pi's /tree before a
     turn), and back: the kept shape serves the new leaf's levels; the levels above the one that
     shows the entry branched at are not walked or encoded again."""
-    from pi_session_server.server import tree_view
 
     path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
     manager = SessionManager.open(str(path))
@@ -521,9 +524,7 @@ def test_a_move_of_the_leaf_alone_keeps_the_shape_and_the_levels_above_the_fork(
     levels = json.loads(_answer(manager, _leaf_levels(base, leaf, 3)))["levels"]
     shape = methods_read._tree_shapes.kept(manager)
     fork = levels[-2]["nodes"][-1]["id"]  # a row of the level above the leaf's
-    made: list[Any] = []
-    node = tree_view._TreeShape.node
-    monkeypatch.setattr(tree_view._TreeShape, "node", lambda self, n, *a: made.append(n) or node(self, n, *a))
+    made = _rows_made(monkeypatch)
     for moved_to in (fork, leaf):
         made.clear()
         manager.branch(moved_to)
@@ -651,7 +652,6 @@ def test_a_move_through_no_leaf_keeps_the_levels_above_the_fork(
     then pi/branch to an older entry or back to the leaf: the levels down to the leaf before the
     reset serve as for a move straight from it; those above the one that shows the entry branched
     at are not walked or encoded again. The answers are a fresh server's."""
-    from pi_session_server.server import tree_view
 
     path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
     manager = SessionManager.open(str(path))
@@ -661,9 +661,7 @@ def test_a_move_through_no_leaf_keeps_the_levels_above_the_fork(
     levels = json.loads(_answer(manager, _leaf_levels(base, leaf, 3)))["levels"]
     assert len(levels) >= 8
     fork = levels[-2]["nodes"][-1]["id"]  # a row of the level above the leaf's
-    made: list[Any] = []
-    node = tree_view._TreeShape.node
-    monkeypatch.setattr(tree_view._TreeShape, "node", lambda self, n, *a: made.append(n) or node(self, n, *a))
+    made = _rows_made(monkeypatch)
     for moved_to in (fork, leaf):
         manager.reset_leaf()
         fresh = SessionManager.open(str(path))
