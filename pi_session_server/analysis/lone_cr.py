@@ -15,14 +15,17 @@ without a final ``\\n``, a ``\\r`` is lone too.
 
 from __future__ import annotations
 
+import os
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import BinaryIO, Final, Protocol
 
-from ..regular_file import open_regular
+from ..regular_file import open_regular, open_regular_status
+from ..session import cache_dir
 from .positions import to_column
 
-#: how much of a file :func:`lone_crs_of_file` reads at a time
+#: how much of a file :func:`search_lone_crs` reads at a time
 _CHUNK: Final = 1 << 20
 
 
@@ -153,12 +156,34 @@ class LoneCarriageReturns:
         return lsp_line - self._before[low - 1] - len(offsets), 0, -1
 
 
-def lone_crs_of_file(file: BinaryIO, end: int | None = None) -> LoneCarriageReturns:
-    """The lone ``\\r`` of a session file read from its position to its end (or to byte ``end``),
-    without keeping its lines: a file pi wrote has none, and is only searched for a ``\\r``."""
-    by_line: dict[int, list[int]] = {}
-    line = line_start = position = 0  # the line being read, where it starts, where ``data`` starts
-    held = b""  # a "\\r" that ended the last chunk: whether it is lone is told by the next byte
+@dataclass(frozen=True)
+class LoneCrSearch:
+    """The lone ``\\r`` of a file searched up to byte ``end`` (``{line number: offsets just after
+    each}``), and where the search stopped: a search of the bytes appended since goes on from there
+    (:func:`search_lone_crs`)."""
+
+    by_line: dict[int, list[int]]  # (never changed: a search that goes on from this one copies it)
+    end: int  # bytes searched
+    line: int  # the line at ``end``
+    line_start: int  # where it starts
+    ends_with_cr: bool  # the last byte searched is a "\\r": lone only while nothing follows it
+
+    def found(self) -> LoneCarriageReturns:
+        return LoneCarriageReturns.of_offsets(dict(self.by_line))  # (which an edit may change)
+
+
+def search_lone_crs(
+    file: BinaryIO, since: LoneCrSearch | None = None, end: int | None = None
+) -> LoneCrSearch:
+    """The lone ``\\r`` of a file read from its position to its end (or to byte ``end``), without
+    keeping its lines: a file pi wrote has none, and is only searched for a ``\\r``. Given ``since``
+    (a search of the file's first ``since.end`` bytes), the file is read on from byte ``since.end``
+    (its position then), and the finds of ``since`` are kept but for a ``\\r`` that was its last
+    byte, which a ``\\n`` read now makes a CRLF."""
+    # the line being read, where it starts, where ``data`` starts, and a "\\r" that ended the last
+    # chunk (``held``: whether it is lone is told by the next byte)
+    by_line, line, line_start, position, held = _going_on_from(since)
+    ends_with_cr = False
     while True:
         size = _CHUNK if end is None else min(_CHUNK, end - position - len(held))
         chunk = file.read(size) if size > 0 else b""
@@ -166,7 +191,8 @@ def lone_crs_of_file(file: BinaryIO, end: int | None = None) -> LoneCarriageRetu
         if not data:
             break
         at_end = not chunk
-        held = b"" if at_end or not data.endswith(b"\r") else b"\r"
+        ends_with_cr = data.endswith(b"\r")
+        held = b"" if at_end or not ends_with_cr else b"\r"
         scanned = len(data) - len(held)
         at = data.find(b"\r", 0, scanned)
         searched = 0
@@ -186,7 +212,28 @@ def lone_crs_of_file(file: BinaryIO, end: int | None = None) -> LoneCarriageRetu
         position += scanned
         if at_end:
             break
-    return LoneCarriageReturns.of_offsets(by_line)
+    return LoneCrSearch(by_line, position, line, line_start, ends_with_cr)
+
+
+def _going_on_from(since: LoneCrSearch | None) -> tuple[dict[int, list[int]], int, int, int, bytes]:
+    """Where :func:`search_lone_crs` starts: its finds, the line, where it starts, the position of
+    the data read next and the ``"\\r"`` held before it."""
+    if since is None:
+        return {}, 0, 0, 0, b""
+    by_line = dict(since.by_line)
+    line = since.line
+    if line in by_line:  # (the only line found more in: since's own list stays as it is)
+        by_line[line] = by_line[line][:-1] if since.ends_with_cr else list(by_line[line])
+        if not by_line[line]:
+            del by_line[line]
+    if since.ends_with_cr:  # judged again with the bytes after it
+        return by_line, line, since.line_start, since.end - 1, b"\r"
+    return by_line, line, since.line_start, since.end, b""
+
+
+def lone_crs_of_file(file: BinaryIO, end: int | None = None) -> LoneCarriageReturns:
+    """:func:`search_lone_crs` of the file from its position to its end (or to byte ``end``)."""
+    return search_lone_crs(file, end=end).found()
 
 
 def lone_crs_of_path(path: str, end: int | None = None) -> LoneCarriageReturns:
@@ -197,6 +244,46 @@ def lone_crs_of_path(path: str, end: int | None = None) -> LoneCarriageReturns:
             return lone_crs_of_file(file, end)
     except OSError:
         return LoneCarriageReturns()
+
+
+@dataclass(frozen=True)
+class SearchedFile:
+    """The lone ``\\r`` of a file on disk, and what tells whether it only grew since
+    (:func:`cache_dir.still_describes`); no ``stamp`` when it changed while it was read."""
+
+    search: LoneCrSearch
+    stamp: cache_dir.LinesStamp | None
+
+    @property
+    def identity(self) -> cache_dir.Identity | None:
+        """The file's :func:`cache_dir.identity` when it was searched."""
+        stamp = self.stamp
+        return None if stamp is None else (stamp.dev, stamp.ino, stamp.size, stamp.mtime_ns, stamp.ctime_ns)
+
+
+def search_file(path: str, before: SearchedFile | None = None) -> SearchedFile | None:
+    """The lone ``\\r`` of the file at ``path``. When ``before`` searched the same file and it was
+    only appended to since (session files are: same inode, the same bytes where the persistent
+    index looks), only the bytes after ``before``'s end are read; else (shrunk, rewritten, renamed
+    over) the whole file. None where it cannot be read (a FIFO is not waited on)."""
+    try:
+        fd, st = open_regular_status(path)
+        with open(fd, "rb") as file:
+            since = None
+            if (
+                before is not None
+                and before.stamp is not None
+                and cache_dir.still_describes(before.stamp, fd)
+            ):
+                since = before.search
+                file.seek(since.end)
+            search = search_lone_crs(file, since, st.st_size)  # (not bytes appended while it is read)
+            stamp = cache_dir.stamp_lines(fd, search.end, st)
+            if cache_dir.identity(os.fstat(fd)) != cache_dir.identity(st):
+                return SearchedFile(search, None)  # changed while it was read: of two states maybe
+            return SearchedFile(search, stamp)
+    except (OSError, cache_dir.NotUsable):
+        return None
 
 
 def editor_line_end(raw: bytes, last: bool) -> int:

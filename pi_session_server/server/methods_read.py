@@ -52,6 +52,8 @@ from .tree_view import (
 from .wire import encode_result
 
 if TYPE_CHECKING:
+    from pi_session_server.analysis.lone_cr import SearchedFile
+
     from .app import PiSessionServer
 
 
@@ -452,9 +454,10 @@ def _entry_at_line(manager: Any, line: int) -> dict[str, Any] | None:
     return node  # members the entry does not have (ABSENT) are left out on the wire
 
 
-# the last files' lone CRs (path -> the file's identity then, the reply): a client asks before
-# each conversion (the cursor moved), and a big file pi wrote is read through to find none
-_line_breaks_kept: dict[str, tuple[cache_dir.Identity, list[dict[str, int]]]] = {}
+# the last files' lone CRs (path -> the file's search, the reply): a client asks before each
+# conversion (the cursor moved), and a big file pi wrote is read through to find none; once pi
+# appended to it, only the bytes appended are read
+_line_breaks_kept: dict[str, tuple[SearchedFile, list[dict[str, int]]]] = {}
 _line_breaks_lock = threading.Lock()  # (the sessions' queues run on several workers)
 _LINE_BREAKS_KEPT: Final = 16
 
@@ -465,21 +468,24 @@ def _line_breaks(manager: Any) -> dict[str, Any]:
     file = manager.get_session_file() if manager.is_persisted() else None
     if not isinstance(file, str) or not file:
         return {"loneCarriageReturns": []}
-    from pi_session_server.analysis.lone_cr import lone_crs_of_path  # here: see _context
+    from pi_session_server.analysis import lone_cr  # here: see _context
 
     path = manager.environment.on_disk(file)
     identity = _file_identity(path)
     with _line_breaks_lock:
         kept = _line_breaks_kept.get(path)
-    if identity is not None and kept is not None and kept[0] == identity:
+    if identity is not None and kept is not None and kept[0].identity == identity:
         return {"loneCarriageReturns": kept[1]}
-    found = [{"line": n, "count": count} for n, count in lone_crs_of_path(path).by_line()]
-    if identity is not None and _file_identity(path) == identity:  # (not changed while it was read)
+    searched = lone_cr.search_file(path, None if kept is None else kept[0])
+    if searched is None:
+        return {"loneCarriageReturns": []}
+    found = [{"line": n, "count": count} for n, count in searched.search.found().by_line()]
+    if searched.stamp is not None:  # (not changed while it was read)
         with _line_breaks_lock:
             _line_breaks_kept.pop(path, None)
             while len(_line_breaks_kept) >= _LINE_BREAKS_KEPT:  # (the one asked about longest ago)
                 del _line_breaks_kept[next(iter(_line_breaks_kept))]
-            _line_breaks_kept[path] = (identity, found)
+            _line_breaks_kept[path] = (searched, found)
     return {"loneCarriageReturns": found}
 
 

@@ -371,7 +371,8 @@ METHODS: list[Method] = [
         "LF only: the lines holding lone CRs. Every line the pi/* methods take or give is pi's; such "
         "an editor converts its own with this (pi's line N starts at its line N plus the lone CRs of "
         "the lines before; its lines inside a line with lone CRs are that pi line). Read from the "
-        "file on disk (kept while it is unchanged); ask again after pi/didChange.",
+        "file on disk (kept while it is unchanged; after an append, only the bytes appended are read); "
+        "ask again after pi/didChange.",
         P.SessionParams,
         R.LineBreaks,
         SESSION_ERRORS,
