@@ -89,7 +89,7 @@ from pi_session_server.analysis.document import SessionDocument  # noqa: E402
 from pi_session_server.analysis.hints import inlay_hints  # noqa: E402
 from pi_session_server.analysis.symbols import document_symbols  # noqa: E402
 from pi_session_server.server.json_string import json_string_bytes  # noqa: E402
-from pi_session_server.server.language_features import publishes_in_two_steps  # noqa: E402
+from pi_session_server.server.language_documents import publishes_in_two_steps  # noqa: E402
 from pi_session_server.server.language_reopen import KEEP_SECONDS  # noqa: E402
 
 T = TypeVar("T")

@@ -55,7 +55,7 @@ from .wire import encoded_reply
 from .workers import CancelToken, Job, WorkerPool, keep_big_blocks_out_of_the_heap
 
 if TYPE_CHECKING:
-    from .language_features import LanguageFeatures
+    from .language_documents import LanguageDocuments
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -141,7 +141,7 @@ class PiSessionServer:
         self.preview_keeper = PreviewKeeper(self.pool, lambda: self.connection.quiet_seconds)
         self.index_keeper = IndexKeeper(self.pool, lambda: self.connection.quiet_seconds)
         self.poller = FilePoller(self)
-        self.language_features: LanguageFeatures | None = None
+        self.language_documents: LanguageDocuments | None = None
 
     # ------------------------------------------------------------------ pygls' part
 
@@ -231,8 +231,8 @@ class PiSessionServer:
     def shutdown(self) -> None:
         self.poller.stop()
         self.idle_slots.stop()
-        if self.language_features is not None:
-            self.language_features.stop()
+        if self.language_documents is not None:
+            self.language_documents.stop()
         if self.lsp is not None:
             self.lsp.shutdown()
         self.index_keeper.hurry()  # (written while the previews are)
@@ -323,11 +323,11 @@ class PiSessionServer:
     def _shown_in_editor(self, slot: Slot) -> bool:
         """An editor has the file of ``slot`` open (a document it sent, however it spells the
         file; on the loop)."""
-        features = self.language_features
+        documents = self.language_documents
         paths = {slot.path, slot.real_path} - {None}
-        return features is not None and any(
+        return documents is not None and any(
             not state.from_disk and (state.path in paths or bool(slot.keys & state.keys))
-            for state in features.docs.values()
+            for state in documents.docs.values()
         )
 
     def _open_for_uri(self, slot: Slot, path: str, *, write: bool) -> None:
@@ -501,11 +501,11 @@ class PiSessionServer:
         after = slot.branched_leaf
         if before is after or (before is not ABSENT and after is not ABSENT and strict_equal(before, after)):
             return
-        features = self.language_features
+        documents = self.language_documents
         paths = {path for path in (slot.path, slot.real_path) if path is not None}
         keys = slot.keys
-        if features is not None and paths:
-            self.loop_call(lambda: features.held_leaf_moved(paths, keys))
+        if documents is not None and paths:
+            self.loop_call(lambda: documents.held_leaf_moved(paths, keys))
 
     def _write(self, slot: Slot, job: Callable[[SessionManager], Any], append: bool) -> Any:
         manager = self.writable(slot)
@@ -720,7 +720,7 @@ class _LanguageServer(LanguageServerPart):
             server.apply_initialization_options(params.initialization_options)
 
         server.lsp = lsp
-        server.language_features = register_language_features(server)
+        server.language_documents = register_language_features(server)
         return lsp.protocol
 
 

@@ -4,7 +4,7 @@ A client that looks at sessions by ``uri`` (the VS Code viewer, for each session
 never closes what it looked at: each such *implicit* slot held its manager, its descriptors (a
 deleted file's disk space too) and the poller's look at its file for the life of the server. One
 that no request has addressed for :data:`IDLE` seconds is closed, as the language server lets go
-of the analysis of the documents it read from disk (``language_features.DISK_FORGET``); the next
+of the analysis of the documents it read from disk (``language_disk_reads.DISK_FORGET``); the next
 request by ``uri`` opens the file again, as the first one did.
 
 Only a slot that holds nothing the file does not is let go: opened to look at (``read_only``: a

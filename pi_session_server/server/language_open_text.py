@@ -21,7 +21,7 @@ _UNMADE: Any = object()
 
 class OpenedText:
     """A ``didOpen``'s text: a ``str`` (decoded the usual way) or its JSON string token, undecoded
-    (see ``LanguageFeatures.did_open_raw``)."""
+    (see ``LanguageDocuments.did_open_raw``)."""
 
     __slots__ = ("_encoded", "_pi", "_text", "_token", "_unescaped")
 

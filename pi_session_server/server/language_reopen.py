@@ -5,7 +5,7 @@ Neovim reloads a file changed on disk (``:checktime``, ``autoread``) as ``didClo
 would analyse the whole session again. A closed document's finished analysis is kept a few seconds
 (:data:`KEEP_SECONDS`, at most :data:`KEEP_COUNT` documents, none while the system runs short of
 memory); the document reopened with the same text and lines appended continues from it, as an edit
-at its end would (see ``LanguageFeatures._reopened``).
+at its end would (see ``LanguageDocuments._reopened``).
 
 A kept analysis is freed by a worker (the job that takes it, or the job that expires it): freeing a
 big document's objects is long work that must not hold the event loop.

@@ -25,7 +25,7 @@ from pi_session_server.session.paths import (
     special_file_kind,
 )
 
-from .errors import from_library_error, invalid_params, path_refused
+from .errors import PiRpcError, from_library_error, invalid_params, path_refused
 
 #: the longest path a request may give, in characters (Linux refuses paths over 4096 bytes)
 MAX_PATH_CHARS = 4096
@@ -51,6 +51,14 @@ def uri_to_path(uri: str) -> str:
         return reject_null_bytes(fs_path(file_url_to_path(uri)))
     except PiSessionError as error:
         raise from_library_error(error) from None
+
+
+def path_of_uri(uri: str) -> str | None:
+    """The path of a ``file:`` URI (:func:`uri_to_path`), or None for any other URI or one refused."""
+    try:
+        return uri_to_path(uri)
+    except PiRpcError:
+        return None
 
 
 def resolved_on_the_loop(path: str, env: Environment) -> str | None:

@@ -277,7 +277,7 @@ async def test_big_document_publishes_envelope_problems_first_then_everything(
     both on the editor's lines (a lone CR in an early line is a line break to it, white space to pi)."""
     if editor.pulls:
         pytest.skip("a client that pulls diagnostics is not sent them")
-    from pi_session_server.server.language_features import QUICK_OPEN_CHARS
+    from pi_session_server.server.language_documents import QUICK_OPEN_CHARS
 
     body = S.generate_session(QUICK_OPEN_CHARS + 200_000, seed=3).decode("utf-8")
     lines = body.rstrip("\n").split("\n")
@@ -312,7 +312,7 @@ async def test_publishes_in_two_steps_says_how_often_an_opening_is_published(
     once (a change published next is the opening's second publication, else the change's)."""
     if editor.pulls:
         pytest.skip("a client that pulls diagnostics is not sent them")
-    from pi_session_server.server.language_features import QUICK_OPEN_CHARS, publishes_in_two_steps
+    from pi_session_server.server.language_documents import QUICK_OPEN_CHARS, publishes_in_two_steps
 
     base = S.generate_session(QUICK_OPEN_CHARS - (700_000 if quotes else 300_000), seed=6).decode("utf-8")
     lines = base.rstrip("\n").split("\n")
@@ -338,7 +338,7 @@ async def test_a_big_document_analysed_in_the_background_keeps_requests_and_chan
     change sees the text before it, one sent after sees it, and the change is published. (A
     request about the whole document sent before a change is answered ContentModified instead:
     test_language_superseded.py.)"""
-    from pi_session_server.server.language_features import QUICK_OPEN_CHARS
+    from pi_session_server.server.language_documents import QUICK_OPEN_CHARS
 
     body = S.generate_session(QUICK_OPEN_CHARS + 200_000, seed=4).decode("utf-8")
     lines = body.rstrip("\n").split("\n")

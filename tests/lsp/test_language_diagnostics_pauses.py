@@ -20,7 +20,7 @@ from in_process_server import InProcess
 
 from pi_session_server.analysis import diagnostics
 from pi_session_server.analysis.pauses import CHECK_EVERY
-from pi_session_server.server import language_features
+from pi_session_server.server import language_diagnostics
 
 URI = "file:///tmp/pi-pauses/2026-11-30T09-13-48-180Z_damaged.jsonl"
 # a line pi cannot parse, a problem each: enough of them for the search to pause twice
@@ -31,7 +31,7 @@ PULLS = {"textDocument": {"diagnostic": {}}}
 
 def _until_queued(server: InProcess) -> None:
     """Once a job waits on the document's queue (or a while has passed)."""
-    features = server.server.language_features
+    features = server.server.language_documents
     assert features is not None
     deadline = time.monotonic() + 30
     while not features.docs[URI].queue._jobs and time.monotonic() < deadline:
@@ -218,7 +218,7 @@ def test_a_hover_is_answered_while_the_problems_found_are_put_in_order(
                 _until_queued(server)
             return made(info, problem, *more)
 
-        search = language_features.document_diagnostics
+        search = language_diagnostics.document_diagnostics
 
         def ordered_then_waits(*args: Any, **kwargs: Any) -> Any:
             found = search(*args, **kwargs)
@@ -226,7 +226,7 @@ def test_a_hover_is_answered_while_the_problems_found_are_put_in_order(
             return found
 
         monkeypatch.setattr(diagnostics, "_diagnostic", last_waits)
-        monkeypatch.setattr(language_features, "document_diagnostics", ordered_then_waits)
+        monkeypatch.setattr(language_diagnostics, "document_diagnostics", ordered_then_waits)
         _open(server, DAMAGED)
         assert at_the_last.wait(30)
         reply = server.request("textDocument/hover", HOVER, timeout=10)

@@ -3,7 +3,7 @@ in the editor's list after their analysis is let go (nobody asked about them for
 read from disk that the editor made useless (it opened the file meanwhile) stops.
 
 The server runs in-process so that the test can shorten the time a file's analysis is kept
-(``LanguageFeatures.disk_forget``) and hold a read at its pauses."""
+(``DiskDocuments.disk_forget``) and hold a read at its pauses."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from in_process_server import InProcess, until
 
 from pi_session_server.analysis import document
 from pi_session_server.analysis.pauses import CHECK_EVERY
-from pi_session_server.server.language_features import DocState, LanguageFeatures
+from pi_session_server.server.language_document_state import DocState
+from pi_session_server.server.language_documents import LanguageDocuments
 
 PUBLISHED = "textDocument/publishDiagnostics"
 
@@ -38,9 +39,9 @@ class _Editor:
             "initialize", {"processId": None, "rootUri": None, "capabilities": {}}
         )
         server.notify("initialized", {})
-        features = server.server.language_features
+        features = server.server.language_documents
         assert features is not None
-        self.features: LanguageFeatures = features
+        self.features: LanguageDocuments = features
 
     def publications(self) -> list[Any]:
         with self.server._cond:
@@ -87,7 +88,7 @@ def test_the_problems_of_a_file_whose_analysis_was_let_go_follow_the_file(
     editor: tuple[_Editor, Path],
 ) -> None:
     client, path = editor
-    client.features.disk_forget = 0.0  # (let go as soon as the request is answered)
+    client.features.disk.disk_forget = 0.0  # (let go as soon as the request is answered)
     assert client.hover() is not None
     assert client.problems_after(0) == [(2, "PI031")]
     client.rested()
@@ -112,7 +113,7 @@ def test_a_file_whose_analysis_was_let_go_is_read_again_when_asked_about(
     editor: tuple[_Editor, Path],
 ) -> None:
     client, _path = editor
-    client.features.disk_forget = 0.0
+    client.features.disk.disk_forget = 0.0
     assert client.hover() is not None
     client.rested()
     hover = client.hover()
@@ -124,7 +125,7 @@ def test_the_problems_of_a_file_whose_analysis_was_let_go_are_taken_back_when_it
     editor: tuple[_Editor, Path],
 ) -> None:
     client, path = editor
-    client.features.disk_forget = 0.0
+    client.features.disk.disk_forget = 0.0
     assert client.hover() is not None
     assert client.problems_after(0) == [(2, "PI031")]
     client.rested()
@@ -192,7 +193,7 @@ def test_a_file_without_problems_is_no_longer_followed_once_its_analysis_is_let_
     stat each a tick for good."""
     client, path = editor
     path.write_text(_text(S.header(), S.user("a", None), S.user("b", "a")), encoding="utf-8")
-    client.features.disk_forget = 0.0
+    client.features.disk.disk_forget = 0.0
     assert client.hover() is not None
     assert client.problems_after(0) == []
     poller = client.server.server.poller
@@ -209,18 +210,18 @@ def test_a_change_right_after_the_first_publication_of_a_read_is_followed(
     the file the moment they come: the file is followed from what was read, not from what the
     path holds a moment after the read."""
     client, path = editor
-    opened = LanguageFeatures._opened
+    opened = LanguageDocuments.opened
 
-    def then_appended(self: LanguageFeatures, state: DocState, doc: Any) -> None:
+    def then_appended(self: LanguageDocuments, state: DocState, doc: Any) -> None:
         opened(self, state, doc)
         if state.from_disk:
             with path.open("a", encoding="utf-8") as f:
                 f.write('{"type":"message","id":"c"\n')
 
-    monkeypatch.setattr(LanguageFeatures, "_opened", then_appended)
+    monkeypatch.setattr(LanguageDocuments, "opened", then_appended)
     assert client.hover() is not None
     assert client.problems_after(0) == [(2, "PI031")]
-    monkeypatch.setattr(LanguageFeatures, "_opened", opened)
+    monkeypatch.setattr(LanguageDocuments, "opened", opened)
     assert client.problems_after(1) == [(2, "PI031"), (3, "PI001")]
 
 

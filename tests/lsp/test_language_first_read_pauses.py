@@ -24,8 +24,8 @@ from in_process_server import InProcess, until
 
 from pi_session_server.analysis import document
 from pi_session_server.analysis.pauses import CHECK_EVERY
-from pi_session_server.server import language_features
-from pi_session_server.server.language_features import LanguageFeatures
+from pi_session_server.server import language_diagnostics, language_documents
+from pi_session_server.server.language_documents import LanguageDocuments
 
 URI = "file:///tmp/pi-first-read/2026-11-30T09-13-48-180Z_big.jsonl"
 CHAIN = 3 * CHECK_EVERY
@@ -46,16 +46,16 @@ REFERENCE = {
 }
 
 
-def _server() -> tuple[InProcess, LanguageFeatures]:
+def _server() -> tuple[InProcess, LanguageDocuments]:
     server = InProcess()
     assert "result" in server.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
     server.notify("initialized", {})
-    features = server.server.language_features
+    features = server.server.language_documents
     assert features is not None
     return server, features
 
 
-def _queued(features: LanguageFeatures, uri: str, count: int) -> Callable[[], bool]:
+def _queued(features: LanguageDocuments, uri: str, count: int) -> Callable[[], bool]:
     return lambda: (state := features.docs.get(uri)) is not None and len(state.queue._jobs) >= count
 
 
@@ -128,13 +128,13 @@ def test_a_hover_on_a_file_read_from_disk_is_answered_before_its_problems_are_se
     server, _features = _server()
     try:
         answered = threading.Event()
-        search = language_features.document_diagnostics
+        search = language_diagnostics.document_diagnostics
 
         def after_the_hover(*args: Any, **kwargs: Any) -> Any:
             answered.wait(30)
             return search(*args, **kwargs)
 
-        monkeypatch.setattr(language_features, "document_diagnostics", after_the_hover)
+        monkeypatch.setattr(language_diagnostics, "document_diagnostics", after_the_hover)
         asked = {**OWN_ENTRY, "textDocument": {"uri": path.as_uri()}}
         reply = server.request("textDocument/hover", asked, timeout=10)
         answered.set()
@@ -158,8 +158,8 @@ def test_the_read_from_disk_a_hover_starts_waits_for_the_hover_to_be_queued(
     server, features = _server()
     searching, answered = threading.Event(), threading.Event()
     try:
-        search = language_features.document_diagnostics
-        from_disk = features._from_disk
+        search = language_diagnostics.document_diagnostics
+        from_disk = features.disk.read
 
         def after_the_hover(*args: Any, **kwargs: Any) -> Any:
             searching.set()
@@ -172,8 +172,8 @@ def test_the_read_from_disk_a_hover_starts_waits_for_the_hover_to_be_queued(
                 searching.wait(30)
             return state
 
-        monkeypatch.setattr(language_features, "document_diagnostics", after_the_hover)
-        monkeypatch.setattr(features, "_from_disk", hover_queued_late)
+        monkeypatch.setattr(language_diagnostics, "document_diagnostics", after_the_hover)
+        monkeypatch.setattr(features.disk, "read", hover_queued_late)
         asked = {**OWN_ENTRY, "textDocument": {"uri": path.as_uri()}}
         reply = server.request("textDocument/hover", asked, timeout=10)
         answered.set()
@@ -195,8 +195,8 @@ def test_a_hover_asked_during_the_search_of_a_document_without_problems_is_answe
     server, features = _server()
     try:
         searching, answered = threading.Event(), threading.Event()
-        search = language_features.document_diagnostics
-        fill_caches = language_features._fill_caches
+        search = language_diagnostics.document_diagnostics
+        fill_caches = language_documents._fill_caches
 
         def with_the_hover_queued(*args: Any, **kwargs: Any) -> Any:
             found = search(*args, **kwargs)  # (its pauses passed)
@@ -208,8 +208,8 @@ def test_a_hover_asked_during_the_search_of_a_document_without_problems_is_answe
             answered.wait(30)
             return fill_caches(*args, **kwargs)
 
-        monkeypatch.setattr(language_features, "document_diagnostics", with_the_hover_queued)
-        monkeypatch.setattr(language_features, "_fill_caches", after_the_hover)
+        monkeypatch.setattr(language_diagnostics, "document_diagnostics", with_the_hover_queued)
+        monkeypatch.setattr(language_documents, "_fill_caches", after_the_hover)
         text = "".join(line + "\n" for line in LINES)
         opened = {"uri": URI, "languageId": "pi-session", "version": 1, "text": text}
         server.notify("textDocument/didOpen", {"textDocument": opened})

@@ -1,5 +1,5 @@
 """The timer that lets go of the analysis of files read from disk nobody asks about
-(server/language_features.py) is cancelled when the server shuts down: armed by a request about a
+(server/language_disk_reads.py) is cancelled when the server shuts down: armed by a request about a
 file the editor did not send, it would otherwise stay on the loop past ``shutdown`` and ``exit``.
 The server runs in a process of its own, as ``pi-session serve`` runs it (``run_stdio``), and
 reports the timers it armed as it ends."""
@@ -29,9 +29,7 @@ def test_the_forget_timer_is_cancelled_at_shutdown(tmp_path: Path) -> None:
         {"jsonrpc": "2.0", "method": "exit"},
     ]
     replies, ended = talk(
-        serve_reporting_timers(
-            "language_features", "LanguageFeatures", "_forget_idle_later", "_forget_timer"
-        ),
+        serve_reporting_timers("language_disk_reads", "DiskDocuments", "_forget_idle_later", "_forget_timer"),
         messages,
     )
     assert "e1" in str(replies[2]["result"]), replies[2]

@@ -15,10 +15,10 @@ BROKEN_ANALYSIS = [
     sys.executable,
     "-c",
     "import sys\n"
-    "from pi_session_server.server import language_features\n"
+    "from pi_session_server.server import language_documents\n"
     "def broken(self, state, doc):\n"
     "    raise RuntimeError('the analysis broke')\n"
-    "language_features.LanguageFeatures._opened = broken\n"
+    "language_documents.LanguageDocuments.opened = broken\n"
     "from pi_session_server.cli import main\n"
     "sys.exit(main(['serve']))",
 ]

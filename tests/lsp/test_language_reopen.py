@@ -22,7 +22,7 @@ from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.lone_cr import LoneCarriageReturns
 from pi_session_server.server import jsonrpc
 from pi_session_server.server.framing import encode_frame
-from pi_session_server.server.language_features import LanguageFeatures
+from pi_session_server.server.language_documents import LanguageDocuments
 from pi_session_server.server.language_reopen import ClosedDocuments
 
 URI = "file:///tmp/pi-reopen/2026-11-30T09-13-48-180Z_grown.jsonl"
@@ -49,8 +49,8 @@ class Client(InProcess):
         assert "result" in self.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
 
     @property
-    def features(self) -> LanguageFeatures:
-        features = self.server.language_features
+    def features(self) -> LanguageDocuments:
+        features = self.server.language_documents
         assert features is not None
         return features
 

@@ -22,8 +22,8 @@ from in_process_server import InProcess
 
 from pi_session_server.analysis import autofix, hints
 from pi_session_server.analysis.pauses import CHECK_EVERY
-from pi_session_server.server import language_features
-from pi_session_server.server.language_features import DocState
+from pi_session_server.server import language_diagnostics
+from pi_session_server.server.language_document_state import DocState
 
 URI = "file:///tmp/pi-superseded/2026-11-30T09-13-48-180Z_typed.jsonl"
 LINES = [S.header(), S.user("a", None, "hello"), S.assistant("b", "a", "hi")]
@@ -53,7 +53,7 @@ def _taken(queue: Any, jobs: int) -> None:
 
 def _closed(server: InProcess, uri: str) -> None:
     """Once the server has handled the editor's closing of ``uri``."""
-    features = server.server.language_features
+    features = server.server.language_documents
     assert features is not None
     deadline = time.monotonic() + 30
     while uri in features.docs:
@@ -74,7 +74,7 @@ def _opened(server: InProcess, lines: list[str], capabilities: dict[str, Any] | 
         {"textDocument": {"uri": URI, "languageId": "pi-session", "version": 1, "text": text}},
     )
     assert "result" in server.request("textDocument/documentSymbol", {"textDocument": {"uri": URI}})
-    features = server.server.language_features
+    features = server.server.language_documents
     assert features is not None
     return features.docs[URI]
 
@@ -332,7 +332,7 @@ def test_short_requests_go_ahead_of_a_pull_of_diagnostics_which_is_never_content
         gate = _held(queue)
         # the pull, once it starts, waits for the hover's answer: a hover queued behind it would
         # wait for good (until the guard's timeout)
-        hover_answered = _made_after(monkeypatch, language_features, "document_diagnostics")
+        hover_answered = _made_after(monkeypatch, language_diagnostics, "document_diagnostics")
         at = lines[1].index("hello") + len("hello")
         server.notify("textDocument/didChange", _typed(2, 1, at, "!"))
         pulled = server.send_request("textDocument/diagnostic", {"textDocument": {"uri": URI}})
@@ -413,7 +413,7 @@ def test_a_hover_answered_at_a_pause_of_the_inlay_hints_leaves_them_the_leaf_the
             },
         )
         at_the_leaf = server.request("textDocument/inlayHint", hints_params)["result"]
-        features = server.server.language_features
+        features = server.server.language_documents
         assert features is not None
         state = features.docs[uri]
 

@@ -14,7 +14,7 @@ import pytest
 from language_support import Editor, client_fixture, codes_by_line, editor_fixture  # noqa: F401  (fixtures)
 from lsprotocol import types
 
-from pi_session_server.server.language_features import QUICK_OPEN_CHARS
+from pi_session_server.server.language_documents import QUICK_OPEN_CHARS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -32,7 +32,7 @@ from lsprotocol.converters import get_converter
 from pytest_lsp import LanguageClient
 from sync_fuzz_model import Change, Editing, lsp_lines, session_text, width
 
-from pi_session_server.server.language_features import QUICK_OPEN_CHARS
+from pi_session_server.server.language_documents import QUICK_OPEN_CHARS
 from pi_session_server.server.locations import uri_to_path
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

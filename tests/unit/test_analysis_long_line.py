@@ -20,7 +20,9 @@ from pi_session_server.analysis import document as document_module
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.hints import inlay_hints
 from pi_session_server.analysis.symbols import document_symbols
-from pi_session_server.server.language_features import DocState, LanguageFeatures
+from pi_session_server.server.language_answers import DocumentAnswers
+from pi_session_server.server.language_conversions import LspConversions
+from pi_session_server.server.language_document_state import DocState
 
 
 def _session_with_a_screenshot() -> bytes:
@@ -86,7 +88,7 @@ def test_the_outline_request_of_a_file_reads_each_line_once(tmp_path: Path) -> N
     path = tmp_path / "s.jsonl"
     path.write_bytes(data)
     server: Any = SimpleNamespace(workspace=SimpleNamespace(position_encoding="utf-16"))
-    features = LanguageFeatures(server)
+    features = DocumentAnswers(LspConversions(server))
     no_queue: Any = None  # the request runs here, not on a document's queue
     on_disk = DocState("file:///s.jsonl", str(path), no_queue, doc=SessionDocument.from_file(str(path)))
     in_memory = DocState("untitled:s", None, no_queue, doc=SessionDocument(data))

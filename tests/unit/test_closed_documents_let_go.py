@@ -54,7 +54,7 @@ def test_the_facts_of_a_long_line_go_with_its_document() -> None:
         kept = jsonpath._kept
         assert kept is not None and MARKER in kept.raw  # what the hover read of the line is kept
         del kept
-        features = server.server.language_features
+        features = server.server.language_documents
         assert features is not None
         document_ref = weakref.ref(features.docs[URI].doc)
         features.closed_documents.seconds = 0.0  # (its analysis kept for a reopening: no time at all)

@@ -189,7 +189,7 @@ def test_a_closed_document_is_let_go_whatever_was_asked_of_it(tmp_path: Path) ->
         for method, params in asked:
             reply = running.request(method, params)
             assert "result" in reply, (method, reply)
-        features = running.server.language_features
+        features = running.server.language_documents
         assert features is not None
         document = weakref.ref(features.docs[uri].doc)
         features.closed_documents.seconds = 0.0  # (its analysis kept for a reopening: no time at all)

@@ -19,7 +19,9 @@ from pi_session_server.analysis.autofix import FIXABLE_CODES, plan_repairs
 from pi_session_server.analysis.diagnostics import Diagnostic, diagnostics_of_lines, document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.repairs import repairs
-from pi_session_server.server.language_features import DocState, LanguageFeatures
+from pi_session_server.server.language_conversions import LspConversions
+from pi_session_server.server.language_diagnostics import DocumentDiagnostics
+from pi_session_server.server.language_document_state import DocState
 
 HEADER = b'{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"}'
 ENTRY = (
@@ -62,7 +64,7 @@ def test_the_language_server_converts_related_lines_once(tmp_path: Path) -> None
     count = 1_000
     path = _file(tmp_path, [ENTRY % (b"same", b"null")] * count)
     server: Any = SimpleNamespace(workspace=SimpleNamespace(position_encoding="utf-16"))
-    features = LanguageFeatures(server)
+    features = DocumentDiagnostics(server, LspConversions(server))
     no_queue: Any = None  # the request runs here, not on a document's queue
     on_disk = DocState("file:///s.jsonl", str(path), no_queue, doc=SessionDocument.from_file(str(path)))
     in_memory = DocState("file:///s.jsonl", None, no_queue, doc=SessionDocument(path.read_bytes()))

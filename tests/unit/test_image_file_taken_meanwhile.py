@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from pi_session_server.server import language_features
+from pi_session_server.server import language_code_actions
 
 
 def test_a_name_taken_after_the_look_is_left_alone_and_the_next_is_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     wanted = tmp_path / "s.abc.0.png"
-    looked = language_features._free_name
+    looked = language_code_actions._free_name
     calls = []
 
     def look_then_lose_the_race(path: str) -> str:
@@ -25,8 +25,8 @@ def test_a_name_taken_after_the_look_is_left_alone_and_the_next_is_used(
         calls.append(name)
         return name
 
-    monkeypatch.setattr(language_features, "_free_name", look_then_lose_the_race)
-    written = language_features._write_new_file(str(wanted), b"ours")
+    monkeypatch.setattr(language_code_actions, "_free_name", look_then_lose_the_race)
+    written = language_code_actions._write_new_file(str(wanted), b"ours")
     assert wanted.read_bytes() == b"theirs"
     assert written == str(tmp_path / "s.abc.0-2.png")
     assert Path(written).read_bytes() == b"ours"

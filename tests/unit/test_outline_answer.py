@@ -27,8 +27,10 @@ from pi_session_server.analysis.symbols import Symbol, document_symbols
 from pi_session_server.format.jsjson import encode_value
 from pi_session_server.format.jstext import js_trim
 from pi_session_server.render.editor_text import shown_line
-from pi_session_server.server import language_features as features_module
-from pi_session_server.server.language_features import DocState, LanguageFeatures
+from pi_session_server.server import language_answers as answers_module
+from pi_session_server.server.language_answers import DocumentAnswers
+from pi_session_server.server.language_conversions import LspConversions
+from pi_session_server.server.language_document_state import DocState
 
 # ---------------------------------------------------------------------- random sessions
 
@@ -257,9 +259,9 @@ def test_the_outline_beyond_the_nesting_limit_is_the_reference_computation(seed:
 # ---------------------------------------------------------------------- the server's answer
 
 
-def features() -> LanguageFeatures:
+def features() -> DocumentAnswers:
     server: Any = SimpleNamespace(workspace=SimpleNamespace(position_encoding="utf-16"))
-    return LanguageFeatures(server)
+    return DocumentAnswers(LspConversions(server))
 
 
 def state_of(data: bytes) -> DocState:
@@ -267,12 +269,12 @@ def state_of(data: bytes) -> DocState:
     return DocState("untitled:s.jsonl", None, no_queue, doc=SessionDocument(data))
 
 
-def answer(lf: LanguageFeatures, state: DocState) -> Any:
+def answer(lf: DocumentAnswers, state: DocState) -> Any:
     """The documentSymbol answer as the client reads it."""
-    return msgspec.json.decode(lf.encoded(lf.document_symbols(state, None)))
+    return msgspec.json.decode(lf.convert.encoded(lf.document_symbols(state, None)))
 
 
-def reference_answer(lf: LanguageFeatures, state: DocState) -> Any:
+def reference_answer(lf: DocumentAnswers, state: DocState) -> Any:
     """The answer made as lsprotocol objects, unstructured and encoded (by the slow general paths)."""
     with general_paths():
         symbols = reference_symbols(state.opened())
@@ -283,10 +285,13 @@ def reference_answer(lf: LanguageFeatures, state: DocState) -> Any:
         return types.DocumentSymbol(
             name=shown_line(sym.name or "(entry)"),
             detail=shown_line(sym.detail) if sym.detail else sym.detail,
-            kind=features_module._SYMBOL_KINDS.get(sym.kind, types.SymbolKind.Object),
-            range=types.Range(lf.position(state, first, 0), lf.position(state, last, end_of[last])),
+            kind=answers_module._SYMBOL_KINDS.get(sym.kind, types.SymbolKind.Object),
+            range=types.Range(
+                lf.convert.position(state, first, 0), lf.convert.position(state, last, end_of[last])
+            ),
             selection_range=types.Range(
-                lf.position(state, sym.line, sym.selection[0]), lf.position(state, sym.line, sym.selection[1])
+                lf.convert.position(state, sym.line, sym.selection[0]),
+                lf.convert.position(state, sym.line, sym.selection[1]),
             ),
             children=[convert(c) for c in sym.children] or None,
         )
@@ -299,7 +304,7 @@ def reference_answer(lf: LanguageFeatures, state: DocState) -> Any:
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-8", "utf-32"])
 def test_the_answer_is_the_lsprotocol_objects_encoded(seed: int, encoding: str) -> None:
     lf = features()
-    lf.server.workspace.position_encoding = encoding
+    lf.convert.server.workspace.position_encoding = encoding
     data = random_session(seed)
     if seed % 3 == 0:  # lone "\r" (more LSP lines than session lines) and CRLF line ends
         data = data.replace(b'"e00', b'"\re00', 1).replace(b"\n", b"\r\n", 2)
@@ -320,7 +325,7 @@ def test_an_outline_asked_again_unchanged_is_the_one_made() -> None:
     lf = features()
     state = state_of("\n".join([S.header(), *S.chat(3)]).encode() + b"\n")
     calls: list[int] = []
-    with patch.object(features_module, "document_symbols", _counting(calls)):
+    with patch.object(answers_module, "document_symbols", _counting(calls)):
         first = lf.document_symbols(state, None)
         assert lf.document_symbols(state, None) is first
         assert len(calls) == 1
@@ -332,7 +337,7 @@ def test_a_change_of_the_text_the_leaf_or_the_analysis_makes_the_outline_again()
     state = state_of("\n".join(lines).encode() + b"\n")
     doc = state.opened()
     calls: list[int] = []
-    with patch.object(features_module, "document_symbols", _counting(calls)):
+    with patch.object(answers_module, "document_symbols", _counting(calls)):
         before = answer(lf, state)
         assert "leaf" in before[1]["children"][1]["detail"]  # c, the last entry
 

@@ -12,7 +12,7 @@ import pytest
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.server import errors as E
 from pi_session_server.server.app import create_server
-from pi_session_server.server.language_features import LARGE_FILE
+from pi_session_server.server.language_disk_reads import LARGE_FILE
 from pi_session_server.server.protocol_doc import (
     METHODS,
     NOTIFICATIONS,
