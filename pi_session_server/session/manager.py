@@ -436,6 +436,8 @@ class SessionManager:
             peek = peek_header(fd) if fd is not None else None
             if fd is None or peek is None or not is_valid_header(peek.value):
                 raise ForkError(f"Cannot fork: source session file is empty or invalid: {source}")
+            if ends_without_newline(fd, peek.size):
+                storage.repair_trailing_newline(source)  # pi's load of the source, before all else
             directory = session_dir_or_default(session_dir, target, env)
             if not os.path.exists(env.on_disk(directory)):
                 make_dirs(env.on_disk(directory))
@@ -661,11 +663,12 @@ class SessionManager:
         rename rewrites it in place a moment later: that is waited for (about as long as our own
         migration took) before the open returns, and then its version is read.
 
-        From version 2 the rewrite is made as the file is read, a line at a time, and the file
-        written is then loaded as a current one (its entries' values read from it when asked for):
-        a session of any size is migrated in little more memory than it is opened in. A version 1
-        file's values are migrated together (an entry's id and parent depend on the others'), and
-        a read-only load rewrites nothing: both hold the file's values."""
+        The rewrite is made as the file is read, a line at a time (a version 1 file's migration
+        holds the ids its entries got, which later entries' parents and compactions name), and the
+        file written is then loaded as a current one (its entries' values read from it when asked
+        for): a session of any size is migrated in little more memory than it is opened in. A
+        read-only load rewrites nothing, and holds the file's values, as does a migration that
+        cannot be made a line at a time (see _rewrite_streamed)."""
         rewrite = not self.read_only and self._persist
         for _ in range(_MIGRATION_ATTEMPTS):
             began = time.monotonic()
@@ -2175,27 +2178,20 @@ def _fork_source_values(fd: int, source: str, peek: Any, held: bool = False) -> 
     """The entries of the fork source at ``fd`` (whose valid header is ``peek``) as
     ``loadEntriesFromFile`` gives them, migrated in memory (D4): an old source's values are read
     and migrated one at a time (see migrate.StreamedMigration), or, with ``held`` (a version 1
-    source whose migration raised LaterValueNeeded), together. The source's missing final newline
-    is written, as pi's load does."""
-    if needs_migration([peek.value]) and not held:
+    source whose migration raised LaterValueNeeded), together."""
+    if not needs_migration([peek.value]):
+        loaded, _source = load_lazy(fd, source, peek, index=index_settings())
+        yield from loaded.entries
+    elif held:
+        values = load_exact(fd).values
+        migrate_to_current_version(values, True)
+        yield from (v for v in values if isinstance(v, dict))
+    else:
         migration = StreamedMigration(peek.value)
         for value in iter_kept_values(fd):
             migration.migrate(value)
             if isinstance(value, dict):
                 yield value
-        if ends_without_newline(fd, os.fstat(fd).st_size):
-            storage.repair_trailing_newline(source)
-    elif needs_migration([peek.value]):
-        exact = load_exact(fd)
-        if exact.needs_newline:
-            storage.repair_trailing_newline(source)
-        migrate_to_current_version(exact.values, True)
-        yield from (v for v in exact.values if isinstance(v, dict))
-    else:
-        loaded, _source = load_lazy(fd, source, peek, index=index_settings())
-        if loaded.needs_newline:
-            storage.repair_trailing_newline(source)
-        yield from loaded.entries
 
 
 def _append_values(path: str, values: Iterable[Any], fsync: bool, env: Environment) -> None:

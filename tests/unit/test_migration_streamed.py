@@ -618,3 +618,16 @@ def test_a_fork_of_a_version_1_source_whose_migration_needs_a_later_value_takes_
     assert len(reads) == 1
     viewed = SessionManager.open(str(source), read_only=True)
     assert lines == [*(_line_of(e.value) for e in viewed.get_entries()), b""]
+
+
+@pytest.mark.parametrize("make", [_version_1, _version_2], ids=["v1", "v2"])
+def test_a_fork_ends_its_sources_last_line_before_it_refuses_an_id(tmp_path: Path, make: Any) -> None:
+    """pi loads the source (ending its last line) before it looks at the id: the source is read
+    while the fork is written, its last line still ended first."""
+    from pi_session_server.errors import InvalidSessionIdError
+
+    source = make(tmp_path)
+    source.write_bytes(source.read_bytes()[:-1])
+    with pytest.raises(InvalidSessionIdError):
+        SessionManager.fork_from(str(source), "/t", str(tmp_path / "forks"), {"id": "-bad-"})
+    assert source.read_bytes().endswith(b"}\n")
