@@ -1,7 +1,8 @@
 """A migration repaired without an editor is streamed: its plan holds no copy of the file's lines
 (the new text is made line by line as it is written), a dry run's second round reads it piece by
 piece, and what is written is, byte for byte, what pi's migration on open writes. That open holds
-an object line's value, not its bytes too."""
+an object line's value, not its bytes too. A writable open of a version 1 or 2 file, and a fork of
+one, write the migration as they read the file."""
 
 from __future__ import annotations
 
