@@ -30,7 +30,7 @@ from ..format.scan import (
 from .cache_dir import IndexSettings
 from .environment import Environment, on_disk
 from .index_rows import IndexedRows
-from .migrate import migrate_value
+from .migrate import StreamedMigration
 from .scan_index import scan_with_index
 
 
@@ -198,6 +198,18 @@ def load_exact(fd: int) -> ExactLoad:
     return ExactLoad(values, lines, needs_newline, line_no + 1)
 
 
+def iter_kept_values(fd: int) -> Iterator[Any]:
+    """The values ``loadEntriesFromFile`` keeps of the file at ``fd`` (the header first, values
+    that are no object too), read one at a time."""
+    try:
+        for line_no, offset, data, _terminated in iter_physical_lines(fd):
+            raw = classify_line(line_no, offset, data)
+            if raw.kind == "kept":
+                yield raw.value
+    except OSError as err:
+        raise fs_error_from_oserror(err, "read", None) from err
+
+
 def rewrite_chunks(lines: list[RawLine]) -> Iterator[bytes]:
     """D7: kept objects re-serialized, every other non-blank line as the reference decoded it."""
     for raw in lines:
@@ -233,23 +245,25 @@ class ValueNotWrittenBack(Exception):
     stops before the rewrite is made."""
 
 
-def migrated_rewrite_chunks(fd: int, version: float) -> Iterator[bytes]:
-    """:func:`rewrite_chunks` of the file at ``fd`` migrated from ``version`` (one that
-    :func:`.migrate.becomes_current_a_value_at_a_time`), read, migrated and written a line at a
-    time: no value of the file is held beyond its line. The file written is then read as any
-    current one is, its entries' values from their lines: a value its line does not give back
-    (rare: its line changed, and holds a number JSON.stringify writes otherwise) raises
-    :class:`ValueNotWrittenBack` instead (then the file is migrated holding its values)."""
+def migrated_rewrite_chunks(fd: int, migration: StreamedMigration) -> Iterator[bytes]:
+    """:func:`rewrite_chunks` of the file at ``fd`` migrated by ``migration`` (made from its header,
+    one that :func:`.migrate.becomes_current`), read, migrated and written a line at a time: no
+    value of the file is held beyond its line. The file written is then read as any current one
+    is, its entries' values from their lines: a value its line does not give back (rare: its line
+    changed, and holds a number JSON.stringify writes otherwise) raises :class:`ValueNotWrittenBack`
+    instead, as a version 1 file the migration of a value needs later ones for raises
+    :class:`.migrate.LaterValueNeeded` (then the file is migrated holding its values)."""
     try:
         for line_no, offset, data, _terminated in iter_physical_lines(fd):
             raw = classify_line(line_no, offset, data)
             if raw.kind == "blank":
                 continue
+            if raw.kind == "kept":
+                migration.migrate(raw.value)  # (a value that is no object too: it has a position)
             if raw.kind == "kept" and isinstance(raw.value, dict):
-                migrate_value(raw.value, version)
                 line = _rewritten_line(raw)
                 # (a line pi wrote comes out as it was, which gives its value back: only a changed
-                # one, the header's or a renamed role's, may hold a number written otherwise)
+                # one may hold a number written otherwise)
                 if line[:-1] != data and _holds_non_finite(raw.value):
                     raise ValueNotWrittenBack(f"line {line_no + 1}")
                 yield line

@@ -59,7 +59,9 @@ from .index_rows import IndexedRows, RowPath
 from .loader import (
     ExactLoad,
     ValueNotWrittenBack,
+    ends_without_newline,
     is_valid_header,
+    iter_kept_values,
     load_exact,
     load_lazy,
     migrated_rewrite_chunks,
@@ -69,11 +71,12 @@ from .loader import (
 )
 from .migrate import (
     CURRENT_SESSION_VERSION,
-    becomes_current_a_value_at_a_time,
+    LaterValueNeeded,
+    StreamedMigration,
+    becomes_current,
     migrate_to_current_version,
     needs_migration,
     not_an_entry,
-    session_version,
 )
 from .paths import (
     StrPath,
@@ -172,6 +175,8 @@ _MIGRATION_ATTEMPTS = 5
 # program wrote meanwhile is read again; one emptied and written again each time is left alone after
 # this many reads.
 _EMPTY_FILE_ATTEMPTS = 5
+# How many bytes of a fork's lines are appended at a time.
+_FORK_BATCH = 4 * 1024 * 1024
 # How long (seconds, at least and at most) a migration watches its file for a pi that read it just
 # before the rename: twice as long as the migration itself took, within these bounds.
 _MIGRATION_GRACE = (0.1, 2.0)
@@ -426,40 +431,42 @@ class SessionManager:
         env = current(env)
         source = resolve_path(source_path, env=env)
         target = resolve_path(target_cwd, env=env)
-        values = _load_fork_source(source)
-        if not values:
-            raise ForkError(f"Cannot fork: source session file is empty or invalid: {source}")
-        directory = session_dir_or_default(session_dir, target, env)
-        if not os.path.exists(env.on_disk(directory)):
-            make_dirs(env.on_disk(directory))
-        new_id = get(options, "id")
-        if new_id is not ABSENT:
-            assert_valid_session_id(new_id)
-        session_id = coalesce(new_id, uuid7())
-        timestamp = _now()
-        new_file = node_join(directory, f"{file_timestamp(timestamp)}_{js_string_of(session_id)}.jsonl")
-        header = {
-            "type": "session",
-            "version": CURRENT_SESSION_VERSION,
-            "id": session_id,
-            "timestamp": timestamp,
-            "cwd": target,
-            "parentSession": source,
-        }
-        storage.create_exclusive(new_file, _line_bytes(header), fsync=fsync, env=env)
-        batch: builtins.list[bytes] = []
-        size = 0
-        for value in values:
-            if get(value, "type") == "session":
-                continue
-            line = _line_bytes(value.value if isinstance(value, Entry) else value)
-            batch.append(line)
-            size += len(line)
-            if size >= 4 * 1024 * 1024:
-                storage.append_lines(new_file, b"".join(batch), fsync=fsync, env=env)
-                batch, size = [], 0
-        if batch:
-            storage.append_lines(new_file, b"".join(batch), fsync=fsync, env=env)
+        fd = _open_fork_source(source)
+        try:
+            peek = peek_header(fd) if fd is not None else None
+            if fd is None or peek is None or not is_valid_header(peek.value):
+                raise ForkError(f"Cannot fork: source session file is empty or invalid: {source}")
+            if ends_without_newline(fd, peek.size):
+                storage.repair_trailing_newline(source)  # pi's load of the source, before all else
+            directory = session_dir_or_default(session_dir, target, env)
+            if not os.path.exists(env.on_disk(directory)):
+                make_dirs(env.on_disk(directory))
+            new_id = get(options, "id")
+            if new_id is not ABSENT:
+                assert_valid_session_id(new_id)
+            session_id = coalesce(new_id, uuid7())
+            timestamp = _now()
+            new_file = node_join(directory, f"{file_timestamp(timestamp)}_{js_string_of(session_id)}.jsonl")
+            header = _line_bytes(
+                {
+                    "type": "session",
+                    "version": CURRENT_SESSION_VERSION,
+                    "id": session_id,
+                    "timestamp": timestamp,
+                    "cwd": target,
+                    "parentSession": source,
+                }
+            )
+            storage.create_exclusive(new_file, header, fsync=fsync, env=env)
+            try:
+                _append_values(new_file, _fork_source_values(fd, source, peek), fsync, env)
+            except LaterValueNeeded:
+                # (a version 1 source pi did not write: the lines written so far are taken back)
+                os.truncate(env.on_disk(new_file), len(header))
+                _append_values(new_file, _fork_source_values(fd, source, peek, held=True), fsync, env)
+        finally:
+            if fd is not None:
+                os.close(fd)
         return cls(target, directory, new_file, True, fsync=fsync, pi=profile, env=env)
 
     # ------------------------------------------------------------------ listing statics
@@ -656,11 +663,12 @@ class SessionManager:
         rename rewrites it in place a moment later: that is waited for (about as long as our own
         migration took) before the open returns, and then its version is read.
 
-        From version 2 the rewrite is made as the file is read, a line at a time, and the file
-        written is then loaded as a current one (its entries' values read from it when asked for):
-        a session of any size is migrated in little more memory than it is opened in. A version 1
-        file's values are migrated together (an entry's id and parent depend on the others'), and
-        a read-only load rewrites nothing: both hold the file's values."""
+        The rewrite is made as the file is read, a line at a time (a version 1 file's migration
+        holds the ids its entries got, which later entries' parents and compactions name), and the
+        file written is then loaded as a current one (its entries' values read from it when asked
+        for): a session of any size is migrated in little more memory than it is opened in. A
+        read-only load rewrites nothing, and holds the file's values, as does a migration that
+        cannot be made a line at a time (see _rewrite_streamed)."""
         rewrite = not self.read_only and self._persist
         for _ in range(_MIGRATION_ATTEMPTS):
             began = time.monotonic()
@@ -675,7 +683,7 @@ class SessionManager:
                         return
                     fd = locked.fd
                     expected = locked.state()
-                    replaced = _rewrite_streamed(locked, session_version([peek.value]), expected)
+                    replaced = _rewrite_streamed(locked, peek.value, expected)
                 read_at = os.fstat(fd)
                 if replaced is None:
                     exact, replaced = _migrate_held(fd, locked, expected)
@@ -2134,16 +2142,19 @@ def _migrate_held(
     return exact, replaced
 
 
-def _rewrite_streamed(locked: LockedFile, version: float, expected: FileState | None) -> Replaced | None:
-    """The migration's rewrite of the file ``locked`` holds, from ``version``, made as its lines are
-    read (see loader.migrated_rewrite_chunks); None, nothing written, when its values cannot be
-    migrated a line at a time into a current file (version 1, a version that is not a number), or
-    one would not be read back from its line."""
-    if not becomes_current_a_value_at_a_time(version):
+def _rewrite_streamed(
+    locked: LockedFile, header: dict[str, Any], expected: FileState | None
+) -> Replaced | None:
+    """The migration's rewrite of the file ``locked`` holds, whose header is ``header``, made as its
+    lines are read (see loader.migrated_rewrite_chunks); None, nothing written, when its migration
+    leaves no current file (a version that is not a number), or its values cannot be migrated a
+    line at a time (see migrate.LaterValueNeeded) or one would not be read back from its line."""
+    migration = StreamedMigration(header)
+    if not becomes_current(migration.version):
         return None
     try:
-        return locked.replace(migrated_rewrite_chunks(locked.fd, version), expected)
-    except ValueNotWrittenBack:
+        return locked.replace(migrated_rewrite_chunks(locked.fd, migration), expected)
+    except (ValueNotWrittenBack, LaterValueNeeded):
         return None
 
 
@@ -2158,24 +2169,44 @@ def _entries_with_lines(exact: ExactLoad, rewritten: bool) -> list[Entry]:
     return entries
 
 
-def _load_fork_source(source: str) -> list[Any]:
-    """``loadEntriesFromFile`` of the fork source, migrated in memory (D4); [] when invalid or missing."""
-    if not os.path.exists(source):
-        return []
-    fd = open_for_reading(source)
-    try:
-        peek = peek_header(fd)
-        if not is_valid_header(peek.value):
-            return []
-        if needs_migration([peek.value]):
-            exact = load_exact(fd)
-            if exact.needs_newline:
-                storage.repair_trailing_newline(source)
-            migrate_to_current_version(exact.values, True)
-            return [v for v in exact.values if isinstance(v, dict)]
+def _open_fork_source(source: str) -> int | None:
+    """A descriptor on the fork source; None when there is no file."""
+    return open_for_reading(source) if os.path.exists(source) else None
+
+
+def _fork_source_values(fd: int, source: str, peek: Any, held: bool = False) -> Iterator[Any]:
+    """The entries of the fork source at ``fd`` (whose valid header is ``peek``) as
+    ``loadEntriesFromFile`` gives them, migrated in memory (D4): an old source's values are read
+    and migrated one at a time (see migrate.StreamedMigration), or, with ``held`` (a version 1
+    source whose migration raised LaterValueNeeded), together."""
+    if not needs_migration([peek.value]):
         loaded, _source = load_lazy(fd, source, peek, index=index_settings())
-        if loaded.needs_newline:
-            storage.repair_trailing_newline(source)
-        return list(loaded.entries)
-    finally:
-        os.close(fd)
+        yield from loaded.entries
+    elif held:
+        values = load_exact(fd).values
+        migrate_to_current_version(values, True)
+        yield from (v for v in values if isinstance(v, dict))
+    else:
+        migration = StreamedMigration(peek.value)
+        for value in iter_kept_values(fd):
+            migration.migrate(value)
+            if isinstance(value, dict):
+                yield value
+
+
+def _append_values(path: str, values: Iterable[Any], fsync: bool, env: Environment) -> None:
+    """Append to ``path`` the lines of ``values`` (file entries or their values) but headers', a few
+    MB at a time."""
+    batch: list[bytes] = []
+    size = 0
+    for value in values:
+        if get(value, "type") == "session":
+            continue
+        line = _line_bytes(value.value if isinstance(value, Entry) else value)
+        batch.append(line)
+        size += len(line)
+        if size >= _FORK_BATCH:
+            storage.append_lines(path, b"".join(batch), fsync=fsync, env=env)
+            batch, size = [], 0
+    if batch:
+        storage.append_lines(path, b"".join(batch), fsync=fsync, env=env)

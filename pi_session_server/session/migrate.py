@@ -14,7 +14,7 @@ changed under it) changes no id. Like pi's they are 8 hex digits.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import ValueTypeError, cannot_read_property
@@ -68,11 +68,11 @@ def migrates_each_value_alone(version: float) -> bool:
     return not version < 2
 
 
-def becomes_current_a_value_at_a_time(version: float) -> bool:
-    """Whether a file of ``version`` (:func:`session_version`) both :func:`migrates_each_value_alone`
-    and comes out of its migration a current-version file: from version 2 (a version that is not a
-    number stays what it is, and is migrated again at each open, as pi does)."""
-    return 2 <= version < CURRENT_SESSION_VERSION
+def becomes_current(version: float) -> bool:
+    """Whether the migration of a file of ``version`` (:func:`session_version`, one that
+    :func:`needs_migration`) leaves a current-version file: any version that is a number (a version
+    that is not one stays what it is, and is migrated again at each open, as pi does)."""
+    return not math.isnan(version)
 
 
 def migrate_value(value: Any, version: float) -> None:
@@ -92,16 +92,38 @@ def _set_key(obj: dict[str, Any], key: str, value: Any) -> None:
     obj[key] = value  # an existing key keeps its position, a new one goes last (JS semantics)
 
 
+class LaterValueNeeded(Exception):
+    """A version 1 file migrated a value at a time (:class:`StreamedMigration`) whose migration
+    needs a value after the one migrated: a compaction's ``firstKeptEntryIndex`` naming a later
+    position, or an id drawn for an entry that a later one carries (which the migration of the
+    values together would have passed over). pi writes neither: such a file's values are then
+    migrated together."""
+
+
 class _MigrationIds:
     """The ids of a v1 file's entries: 8 hex digits of a hash of the header's id and the entry's
     position. Unique within the file, and never an id the file already holds (the header's, or one
     a v1 entry carried); a clash takes the next hash of the same position."""
 
-    def __init__(self, entries: list[Any]) -> None:
+    def __init__(self, header_id: Any, taken: Iterable[str]) -> None:
+        self._seed = js_string_of(header_id).encode("utf-8", "surrogatepass") + b"\0"
+        self._taken = set(taken)
+        self._drawn: set[str] = set()
+
+    @classmethod
+    def of(cls, entries: list[Any]) -> _MigrationIds:
+        """The ids of the file whose values are ``entries``, every id they carry known."""
         header = next((e for e in entries if _type_of(e) == "session"), None)
         header_id = header.get("id", ABSENT) if isinstance(header, dict) else ABSENT
-        self._seed = js_string_of(header_id).encode("utf-8", "surrogatepass") + b"\0"
-        self._taken = {e.get("id") for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)}
+        carried = (e.get("id") for e in entries if isinstance(e, dict))
+        return cls(header_id, (entry_id for entry_id in carried if isinstance(entry_id, str)))
+
+    def carried(self, entry_id: str) -> None:
+        """An id a value of the file carries, found after the ids drawn so far: never one of them
+        (:class:`LaterValueNeeded` when it is: the draw would have passed over it)."""
+        if entry_id in self._drawn:
+            raise LaterValueNeeded(f"the id {entry_id} is carried by a later entry")
+        self._taken.add(entry_id)
 
     def at(self, position: int) -> str:
         import hashlib  # here: only an old file's conversion needs it (importing it loads OpenSSL)
@@ -112,38 +134,112 @@ class _MigrationIds:
             candidate = hashlib.blake2b(key, digest_size=4).hexdigest()
             if candidate not in self._taken:
                 self._taken.add(candidate)
+                self._drawn.add(candidate)
                 return candidate
             attempt += 1
 
 
-def _migrate_v1_to_v2(entries: list[Any], file_values: bool) -> None:
-    ids = _MigrationIds(entries)
-    prev_id: Any = None
-    for position, entry in enumerate(entries):
+# what a compaction naming a value by its position keeps when that value is no entry (none, the
+# header): its firstKeptEntryId as it was
+_UNCHANGED: Any = object()
+
+
+def _kept_id_of(target: Any) -> Any:
+    """The ``firstKeptEntryId`` a compaction naming ``target`` (a value of the file, or ABSENT: no
+    value there) by position is given: the target's id (ABSENT: none, the key is removed), or
+    :data:`_UNCHANGED`."""
+    if target is ABSENT or target is None or _type_of(target) == "session":
+        return _UNCHANGED
+    return target.get("id", ABSENT) if isinstance(target, dict) else ABSENT
+
+
+class _VersionOneLinks:
+    """v1 -> v2 of a file's values, one at a time and in order: each entry an id (see
+    :class:`_MigrationIds`) and the entry before it as its parent, a compaction's
+    ``firstKeptEntryIndex`` made the id of the value at that position (``kept_id_at``: what
+    :func:`_kept_id_of` gives for the value at an index other than the compaction's own)."""
+
+    def __init__(self, ids: _MigrationIds, file_values: bool, kept_id_at: Callable[[Any], Any]) -> None:
+        self._ids = ids
+        self._file_values = file_values
+        self._kept_id_at = kept_id_at
+        self._parent: Any = None
+
+    def migrate(self, entry: Any, position: int) -> Any:
+        """Migrate ``entry``, the file's value at ``position``, in place; what a compaction naming
+        it keeps (:func:`_kept_id_of` of it migrated)."""
         if not isinstance(entry, dict):
-            if file_values or isinstance(entry, list):
+            if self._file_values or isinstance(entry, list):
                 # D3: a file's non-object line is not an entry; an array handed to inMemory gets
                 # an id in pi, which a list cannot hold: it is left as it is
-                continue
+                return _kept_id_of(entry)
             raise not_an_entry(entry, "id")
         if entry.get("type", ABSENT) == "session":
             _set_key(entry, "version", 2)
-            continue
-        new_id = ids.at(position)
+            return _UNCHANGED
+        new_id = self._ids.at(position)
         _set_key(entry, "id", new_id)
-        _set_key(entry, "parentId", prev_id)
-        prev_id = new_id
+        _set_key(entry, "parentId", self._parent)
+        self._parent = new_id
         if entry.get("type", ABSENT) == "compaction":
             index = entry.get("firstKeptEntryIndex", ABSENT)
             if type(index) in (int, float):
-                target = _at(entries, index)
-                if target is not ABSENT and target is not None and _type_of(target) != "session":
-                    target_id = target.get("id", ABSENT) if isinstance(target, dict) else ABSENT
-                    if target_id is ABSENT:
-                        entry.pop("firstKeptEntryId", None)
-                    else:
-                        _set_key(entry, "firstKeptEntryId", target_id)
+                kept_id = _kept_id_of(entry) if index == position else self._kept_id_at(index)
+                if kept_id is ABSENT:
+                    entry.pop("firstKeptEntryId", None)
+                elif kept_id is not _UNCHANGED:
+                    _set_key(entry, "firstKeptEntryId", kept_id)
                 del entry["firstKeptEntryIndex"]
+        return new_id
+
+
+def _migrate_v1_to_v2(entries: list[Any], file_values: bool) -> None:
+    links = _VersionOneLinks(
+        _MigrationIds.of(entries), file_values, lambda index: _kept_id_of(_at(entries, index))
+    )
+    for position, entry in enumerate(entries):
+        links.migrate(entry, position)
+
+
+class StreamedMigration:
+    """The migration of a file's kept values (its non-objects too: a version 1 file's positions
+    count them) given one at a time, in order, from its header: each value is migrated as
+    :func:`migrate_to_current_version` (with ``file_values``) migrates it among the others, while
+    no value is held but the one migrated. A version 1 file's entries' ids, and what a compaction
+    naming each position keeps, are held (a few bytes an entry); its migration raises
+    :class:`LaterValueNeeded` where a later value is needed."""
+
+    def __init__(self, header: dict[str, Any]) -> None:
+        self.version = session_version([header])
+        self._position = 0
+        self._kept_ids: list[Any] = []  # what a compaction naming each position so far keeps
+        self._ids: _MigrationIds | None = None
+        self._links: _VersionOneLinks | None = None
+        if self.version < 2:
+            header_id = header.get("id", ABSENT)
+            self._ids = _MigrationIds(header_id, [header_id] if isinstance(header_id, str) else [])
+            self._links = _VersionOneLinks(self._ids, True, self._earlier_kept_id)
+
+    def migrate(self, value: Any) -> None:
+        """Migrate in place the file's next kept value."""
+        if self._links is not None and self._ids is not None:
+            carried = value.get("id") if isinstance(value, dict) else None
+            if isinstance(carried, str):
+                self._ids.carried(carried)
+            self._kept_ids.append(self._links.migrate(value, self._position))
+        if self.version < CURRENT_SESSION_VERSION:  # (False for a version that is not a number)
+            _migrate_v2_to_v3([value])
+        self._position += 1
+
+    def _earlier_kept_id(self, index: Any) -> Any:
+        """What a compaction naming the value at ``index`` keeps: known for the values before it."""
+        if isinstance(index, float) and not index.is_integer():
+            return _UNCHANGED  # (no value there, as _at finds)
+        if 0 <= index < len(self._kept_ids):
+            return self._kept_ids[int(index)]
+        if index < 0:
+            return _UNCHANGED
+        raise LaterValueNeeded(f"a compaction names the value at {index}, after it")
 
 
 def not_an_entry(value: Any, assigned: str) -> ValueTypeError:

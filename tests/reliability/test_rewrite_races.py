@@ -553,6 +553,8 @@ V1_HEADER = {"type": "session", "id": "v1-session", "timestamp": "2025-01-01T00:
 
 
 def v1_session(path: Path, n: int = 30) -> str:
+    """A version 1 session (no ids nor parents): its migration is made a line at a time, holding
+    the ids drawn, then the file written is read back."""
     lines = [V1_HEADER]
     for i in range(n):
         role = "user" if i % 2 == 0 else "assistant"

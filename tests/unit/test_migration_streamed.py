@@ -1,7 +1,8 @@
 """A migration repaired without an editor is streamed: its plan holds no copy of the file's lines
 (the new text is made line by line as it is written), a dry run's second round reads it piece by
 piece, and what is written is, byte for byte, what pi's migration on open writes. That open holds
-an object line's value, not its bytes too."""
+an object line's value, not its bytes too. A writable open of a version 1 or 2 file, and a fork of
+one, write the migration as they read the file."""
 
 from __future__ import annotations
 
@@ -329,3 +330,305 @@ def test_a_session_migrated_a_line_at_a_time_is_followed_as_it_was_written(tmp_p
     again = SessionManager.open(str(path), read_only=True)
     assert [e.id for e in again.get_entries()] == [*(f"e{n}" for n in range(50)), new_id]
     assert again.get_entry(new_id)["parentId"] == "e49"
+
+
+# -- the writable open of a version 1 file: streamed too, holding only the ids its entries got ------
+
+
+def _version_1(tmp_path: Path, *extra: dict[str, Any]) -> Path:
+    """A version 1 session: no ids nor parents, hooks' messages as ``hookMessage``, a value that
+    is no object (it counts as a position), a compaction naming the entry it keeps by position;
+    ``extra`` values after them."""
+    path = tmp_path / "v1.jsonl"
+    lines = [
+        {"type": "session", "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"},
+        *(
+            {
+                "type": "message",
+                "timestamp": "2025-01-01T00:00:01.000Z",
+                "message": {"role": "hookMessage", "customType": "h", "content": "x" * n, "display": True},
+            }
+            for n in range(40)
+        ),
+        [1, 2],
+        {
+            "type": "compaction",
+            "timestamp": "2025-01-01T00:00:02.000Z",
+            "summary": "s",
+            "firstKeptEntryIndex": 30,
+        },
+        *extra,
+    ]
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(v) + "\n" for v in lines))
+    return path
+
+
+def _whole_file_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the reads of a whole file's values by the manager (the migration holding them)."""
+    from pi_session_server.session import manager as manager_module
+
+    reads: list[int] = []
+    load_exact = manager_module.load_exact
+
+    def counted(fd: int) -> Any:
+        reads.append(fd)
+        return load_exact(fd)
+
+    monkeypatch.setattr(manager_module, "load_exact", counted)
+    return reads
+
+
+def _written_holding_the_values(path: Path, monkeypatch: pytest.MonkeyPatch) -> bytes:
+    """What a writable open of a copy of ``path`` writes when its values are migrated together (the
+    migration made before a version 1 file's was streamed)."""
+    from pi_session_server.session import manager as manager_module
+
+    held = path.with_name("held.jsonl")
+    shutil.copyfile(path, held)
+    with monkeypatch.context() as patched:
+        patched.setattr(manager_module, "_rewrite_streamed", lambda *args: None)
+        SessionManager.open(str(held), index=False)
+    return held.read_bytes()
+
+
+def test_a_writable_open_of_a_version_1_file_reads_its_entries_from_the_file_it_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each entry's id, its parent and the compaction's kept entry come out of a migration a line
+    at a time, the values read from the lines written: the session a migration holding every value
+    gives (a read-only open holds them)."""
+    path = _version_1(tmp_path)
+    reads = _whole_file_reads(monkeypatch)
+    opened, viewed = _opened_both_ways(path, tmp_path)
+    assert len(reads) == 1  # the read-only open's, not the writable one's
+    data = path.read_bytes()
+    assert (
+        data.split(b"\n", 1)[0].endswith(b'"cwd":"/p","version":3}') and data.count(b'"role":"custom"') == 40
+    )
+    starts = [0, *(n + 1 for n, byte in enumerate(data) if byte == ord("\n"))]
+    entries = opened.get_entries()
+    assert len(entries) == 41 and not any(entry.is_loaded for entry in entries)
+    assert [e.offset for e in entries] == [starts[e.line] for e in entries]
+    assert [e.value for e in entries] == [e.value for e in viewed.get_entries()]
+    assert entries[-1]["firstKeptEntryId"] == entries[29].id and "firstKeptEntryIndex" not in entries[-1]
+    assert [e.parent_id for e in entries] == [None, *(e.id for e in entries[:-1])]
+    assert opened.get_header() == viewed.get_header()
+    assert opened.build_session_context() == viewed.build_session_context()
+    assert [(p.line, p.kind) for p in opened.problems] == [(41, "non_object")]
+
+
+def _old_kit_sessions_of_version_1() -> list[tuple[str, bytes]]:
+    return [
+        (name, data)
+        for name, data in OLD_SESSIONS
+        if json.loads(data.split(b"\n", 1)[0]).get("version", 1) == 1
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    _old_kit_sessions_of_version_1(),
+    ids=[name for name, _ in _old_kit_sessions_of_version_1()],
+)
+def test_a_version_1_file_migrated_a_line_at_a_time_is_written_as_holding_its_values(
+    name: str, data: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pi's own version 1 sessions (the kit's, a compaction among them): the same bytes, ids
+    included, as the migration of the values together writes."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    held = _written_holding_the_values(path, monkeypatch)
+    reads = _whole_file_reads(monkeypatch)
+    SessionManager.open(str(path), index=False)
+    assert not reads
+    assert path.read_bytes() == held != data
+
+
+def test_the_kit_holds_version_1_sessions_with_a_compaction() -> None:
+    """(The test above covers a compaction's kept entry named by position.)"""
+    sessions = _old_kit_sessions_of_version_1()
+    assert len(sessions) >= 3 and any(b'"firstKeptEntryIndex"' in data for _, data in sessions)
+
+
+def _drawn_id(header_id: str, position: int) -> str:
+    """The id the migration draws first for the value at ``position`` (see migrate._MigrationIds)."""
+    import hashlib
+
+    return hashlib.blake2b(f"{header_id}\0{position}.0".encode(), digest_size=4).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "later",
+    [
+        {"type": "compaction", "timestamp": "t", "summary": "s", "firstKeptEntryIndex": 44},
+        {"type": "custom", "customType": "c", "id": _drawn_id("s", 3)},
+    ],
+    ids=["compaction-naming-a-later-position", "id-carried-after-it-is-drawn"],
+)
+def test_a_version_1_file_whose_migration_needs_a_later_value_is_migrated_holding_its_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, later: dict[str, Any]
+) -> None:
+    """A compaction naming a value after it, or an entry carrying the id the migration drew for an
+    earlier one (which it would have passed over, knowing every id): no file pi writes, but the
+    migration made a line at a time would write other ids than pi's; such a file's values are
+    migrated together."""
+    path = _version_1(tmp_path, later, {"type": "custom", "customType": "after"}, {"type": "custom"})
+    held = _written_holding_the_values(path, monkeypatch)
+    reads = _whole_file_reads(monkeypatch)
+    opened = SessionManager.open(str(path), index=False)
+    assert len(reads) == 1
+    assert path.read_bytes() == held
+    ids = [e.id for e in opened.get_entries()]
+    assert len(set(ids)) == len(ids) == 44
+
+
+def test_the_problems_of_a_migrated_version_1_file_are_where_its_lines_are_now(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    data = _version_1(tmp_path).read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join([data[0], b"", *data[1:5], b"not json {", b"", b"42", b"null", *data[5:]]))
+    opened = SessionManager.open(str(path), index=False)
+    written = path.read_bytes()
+    lines = written.split(b"\n")
+    assert [(p.line, p.kind) for p in opened.problems] == [
+        (5, "malformed"),
+        (6, "non_object"),
+        (7, "falsy"),
+        (44, "non_object"),
+    ]
+    assert all(written[p.offset : p.offset + p.length] == lines[p.line] for p in opened.problems)
+
+
+@pytest.mark.parametrize("line", [0, 1, 42], ids=["header", "message", "compaction"])
+def test_a_number_written_otherwise_in_a_version_1_file_keeps_the_value_pi_holds(
+    tmp_path: Path, line: int
+) -> None:
+    path = _version_1(tmp_path)
+    data = path.read_bytes().split(b"\n")
+    data[line] = data[line].replace(b'"timestamp":', b'"n":1e400,"timestamp":', 1)
+    path.write_bytes(b"\n".join(data))
+    opened, viewed = _opened_both_ways(path, tmp_path)
+    assert b'"n":null' in path.read_bytes()
+    values = [opened.get_header(), *(e.value for e in opened.get_entries())]
+    held = [viewed.get_header(), *(e.value for e in viewed.get_entries())]
+    assert values == held and float("inf") in [value.get("n") for value in values]
+
+
+def test_a_line_appended_while_a_version_1_file_is_migrated_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pi appends to the file while the migration writes its new one: the migration reads the file
+    again; the appended entry gets its id and parent from the file as it is now."""
+    from pi_session_server.session.rewrites import LockedFile
+
+    path = _version_1(tmp_path)
+    replace = LockedFile.replace
+    late = {"type": "message", "timestamp": "t", "message": {"role": "hookMessage", "content": "z"}}
+
+    def replace_after_an_append(self: LockedFile, chunks: Any, *args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(LockedFile, "replace", replace)  # once
+        with path.open("ab") as file:
+            file.write(json.dumps(late).encode() + b"\n")
+        return replace(self, chunks, *args, **kwargs)
+
+    monkeypatch.setattr(LockedFile, "replace", replace_after_an_append)
+    opened = SessionManager.open(str(path), index=False)
+    entries = opened.get_entries()
+    assert len(entries) == 42 and entries[-1]["message"] == {"role": "custom", "content": "z"}
+    assert entries[-1].parent_id == entries[-2].id
+    viewed = SessionManager.open(str(path), read_only=True)
+    assert [e.value for e in viewed.get_entries()] == [e.value for e in entries]
+
+
+def test_pi_rewriting_a_version_1_file_right_after_its_migration_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pi_session_server.session import manager as manager_module
+
+    path = _version_1(tmp_path)
+    rewritten_after = manager_module.rewritten_after
+    pis = SessionManager.open(str(_version_1(tmp_path / "pi")), index=False)
+    pis.append_custom_entry("pi", {"n": 1})
+    pis_version = Path(pis.get_session_file()).read_bytes()
+
+    def pi_rewrites_in_place(*args: Any) -> bool:
+        monkeypatch.setattr(manager_module, "rewritten_after", rewritten_after)  # once
+        with path.open("r+b") as file:
+            file.truncate(0)
+            file.write(pis_version)
+        return rewritten_after(*args)
+
+    monkeypatch.setattr(manager_module, "rewritten_after", pi_rewrites_in_place)
+    opened = SessionManager.open(str(path), index=False)
+    assert path.read_bytes() == pis_version
+    assert opened.get_entries()[-1]["customType"] == "pi" and len(opened.get_entries()) == 42
+
+
+def test_a_version_1_session_migrated_a_line_at_a_time_is_followed_as_it_was_written(tmp_path: Path) -> None:
+    path = _version_1(tmp_path)
+    opened = SessionManager.open(str(path), index=False)
+    assert opened.refresh_from_disk().kind == "unchanged"
+    ids = [e.id for e in opened.get_entries()]
+    new_id = opened.append_custom_entry("after", {"n": 1})
+    again = SessionManager.open(str(path), read_only=True)
+    assert [e.id for e in again.get_entries()] == [*ids, new_id]
+    assert again.get_entry(new_id)["parentId"] == ids[-1]
+
+
+# -- a fork of an old source: its lines written as the source is read ------------------------------
+
+
+def _fork_lines(source: Path, target: Path, fork_id: str) -> list[bytes]:
+    """The lines of the fork of ``source`` made in ``target``, but its header."""
+    fork = SessionManager.fork_from(str(source), "/t", str(target), {"id": fork_id})
+    return Path(fork.get_session_file()).read_bytes().split(b"\n")[1:]
+
+
+@pytest.mark.parametrize("make", [_version_1, _version_2], ids=["v1", "v2"])
+def test_a_fork_of_an_old_source_is_written_as_the_source_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Any
+) -> None:
+    """No list of the source's values is made; the fork holds what migrating them together gives
+    (the source's values migrated by a read-only open, as the fork did before)."""
+    source = make(tmp_path)
+    reads = _whole_file_reads(monkeypatch)
+    lines = _fork_lines(source, tmp_path / "forks", "f1")
+    assert not reads
+    viewed = SessionManager.open(str(source), read_only=True)
+    assert lines == [*(_line_of(e.value) for e in viewed.get_entries()), b""]
+
+
+def _line_of(value: Any) -> bytes:
+    from pi_session_server.format.jsjson import dumps_bytes
+
+    return dumps_bytes(value)
+
+
+def test_a_fork_of_a_version_1_source_whose_migration_needs_a_later_value_takes_back_its_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lines written before the migration found it needs a later value are taken back, and the
+    source's values are migrated together: the fork is what that gives, once."""
+    later = {"type": "compaction", "timestamp": "t", "summary": "s", "firstKeptEntryIndex": 44}
+    source = _version_1(tmp_path, later, {"type": "custom", "customType": "a"}, {"type": "custom"})
+    from pi_session_server.session import manager as manager_module
+
+    monkeypatch.setattr(manager_module, "_FORK_BATCH", 1)  # each line appended as it is made
+    reads = _whole_file_reads(monkeypatch)
+    lines = _fork_lines(source, tmp_path / "forks", "f1")
+    assert len(reads) == 1
+    viewed = SessionManager.open(str(source), read_only=True)
+    assert lines == [*(_line_of(e.value) for e in viewed.get_entries()), b""]
+
+
+@pytest.mark.parametrize("make", [_version_1, _version_2], ids=["v1", "v2"])
+def test_a_fork_ends_its_sources_last_line_before_it_refuses_an_id(tmp_path: Path, make: Any) -> None:
+    """pi loads the source (ending its last line) before it looks at the id: the source is read
+    while the fork is written, its last line still ended first."""
+    from pi_session_server.errors import InvalidSessionIdError
+
+    source = make(tmp_path)
+    source.write_bytes(source.read_bytes()[:-1])
+    with pytest.raises(InvalidSessionIdError):
+        SessionManager.fork_from(str(source), "/t", str(tmp_path / "forks"), {"id": "-bad-"})
+    assert source.read_bytes().endswith(b"}\n")
