@@ -76,17 +76,10 @@ class RootNotFoundError(Exception):
 def find_node(roots: list[Any], wanted_id: Any) -> Any:
     """The tree node of the entry ``wanted_id`` (looked up like ``getEntry``), or None."""
     wanted = index_key(wanted_id)
-    seen: set[int] = set()
-    stack = list(roots)
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in walk_nodes(roots):
         entry_id = id_of(node.entry)
         if entry_id is not ABSENT and index_key(entry_id) == wanted:
             return node
-        stack.extend(node.children)
     return None
 
 
