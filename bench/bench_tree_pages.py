@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 from pi_session_server.server import methods_read  # noqa: E402
 from pi_session_server.server import params as P  # noqa: E402
 from pi_session_server.server.errors import MAX_TREE_NODES  # noqa: E402
-from pi_session_server.server.tree_view import TreeWindow, encode_flat_tree_view  # noqa: E402
+from pi_session_server.server.tree_view import encode_flat_tree_view  # noqa: E402
+from pi_session_server.server.tree_window import TreeWindow  # noqa: E402
 from pi_session_server.session import SessionManager  # noqa: E402
 
 HEADER = '{"type":"session","version":3,"id":"bench","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}\n'

@@ -22,7 +22,7 @@ from pi_session_server.session.describe import ToolCalls
 from pi_session_server.session.tree import TreeRoots, expanded_once, grown_tree, shares_nodes
 
 from .tree_pages import FlatTreePages, entries_state
-from .tree_view import tree_tool_calls
+from .tree_tool_calls import tree_tool_calls
 
 # (none of them depends on the leaf: a branch keeps them)
 _trees: FlatTreePages[list[Any]] = FlatTreePages(state=entries_state)

@@ -30,25 +30,14 @@ from .library_tree import library_tree, session_tool_calls, shown_tree
 from .path_view import get_path
 from .raw_parts import RawParts
 from .reply_bytes import entries_bytes, refuse_past_max, reply_bytes
+from .tree_flat_form import FlatTree, encode_chain_page, encode_flat_page, window_tree
+from .tree_following import tree_shape
+from .tree_levels import encoded_tree_levels, levels_hung_under, levels_reply, tree_levels
 from .tree_pages import FlatTreePages, Revisions
 from .tree_since import KEPT_VIEWS, changes_since, remember, sent_at
-from .tree_view import (
-    CallReading,
-    FlatTree,
-    RootNotFoundError,
-    TreeTooLargeError,
-    TreeWindow,
-    encode_chain_page,
-    encode_flat_page,
-    encode_flat_tree_view,
-    encoded_tree_levels,
-    levels_hung_under,
-    levels_reply,
-    tree_levels,
-    tree_shape,
-    tree_view,
-    window_tree,
-)
+from .tree_tool_calls import CallReading
+from .tree_view import encode_flat_tree_view, tree_view
+from .tree_window import RootNotFoundError, TreeTooLargeError, TreeWindow
 from .wire import encode_result
 
 if TYPE_CHECKING:

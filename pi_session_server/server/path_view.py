@@ -32,8 +32,9 @@ from pi_session_server.session.row_tree import RowTreeOutgrown
 
 from .library_tree import library_tree
 from .params import id_key
+from .tree_leaf_path import active_path_ids
 from .tree_pages import FlatTreePages
-from .tree_view import RootNotFoundError, active_path_ids, nodes_along
+from .tree_window import RootNotFoundError, nodes_along
 from .wire import encode_result
 
 MAX_PATH_ITEMS = 1_000

@@ -33,7 +33,7 @@ from pi_session_server.session.tree import shared_path_length
 TOP: Final = object()
 # the most rows a branch move names (on the leaf's path now, or no longer): a move further up a
 # long session than that loads the view anew (the ids would be as many bytes as its levels), and
-# the server walks the view anew too, not following the move row by row (tree_view)
+# the server walks the view anew too, not following the move row by row (tree_following)
 MOST_MOVED_ROWS: Final = 20_000
 
 

@@ -4,7 +4,7 @@ Both editor clients read a tree in pages of 50,000 nodes, one request after anot
 make the library's tree, the filter, the leaf's path and the tool calls anew and walk the whole tree
 again (to count it and to reach the page), so every page cost as much as the first
 (``bench/bench_tree_pages.py``; figures in ``bench/RESULTS.md``). Now the first page walks once
-(``tree_view.FlatTree``) and the pages after it are slices of that walk.
+(``tree_flat_form.FlatTree``) and the pages after it are slices of that walk.
 
 What is kept is a walk per session and request options (one, or a few: ``walks``, the least
 recently used let go past them), and only while it can be asked for again: it is dropped once the
@@ -169,7 +169,7 @@ class FlatTreePages(Generic[Walk]):
     """The kept walks, up to ``walks`` per session (manager), one per request options, shared by the
     thread pool's requests.
 
-    A walk is a :class:`~.tree_view.FlatTree` for pi/getTree; the conversation view's pages
+    A walk is a :class:`~.tree_flat_form.FlatTree` for pi/getTree; the conversation view's pages
     (``path_view``) keep theirs in an instance of their own, so the two never evict each other."""
 
     def __init__(

@@ -31,7 +31,7 @@ The replies are kept with the session, not with the walk they were cut from (a w
 after a minute without requests, or for the walks of other views past a few): what a delta is cut
 from is the session as it is now, whose walk is made anew if need be, and the reply's levels
 compared; what tells whether an older row changed is the session's entries since that reply's state
-and the calls the previews of the rows sent named (:class:`~.tree_view.NamedCalls`, kept with the
+and the calls the previews of the rows sent named (:class:`~.tree_tool_calls.NamedCalls`, kept with the
 reply). A view whose walk was let go (idle while pi worked, or another view's requests in between)
 still gets a delta. Per session at most :data:`KEPT_VIEWS` views' replies are kept (by the
 request's options: filter, search, rows per level), the least recently asked let go, and
@@ -54,9 +54,10 @@ from pi_session_server.format.jsvalue import ABSENT, index_key
 from pi_session_server.session.tree import label_target
 
 from .params import id_key
+from .tree_following import appended_path
 from .tree_held import PathMove, first_stale_level, lists_around, path_move, stale_ids
 from .tree_pages import appended_since, same_entries, session_state
-from .tree_view import NamedCalls, appended_path
+from .tree_tool_calls import NamedCalls
 from .wire import encode_rows
 
 # the views of a session whose replies a delta can start from (two editors, each its own filter,

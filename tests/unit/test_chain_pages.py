@@ -11,9 +11,8 @@ import builders as S
 import pytest
 from test_subtree_windows import _old
 
-from pi_session_server.server import methods_read
+from pi_session_server.server import methods_read, tree_flat_form, tree_rows, tree_shape
 from pi_session_server.server import params as P
-from pi_session_server.server import tree_view as tv
 from pi_session_server.server.wire import encode_result
 from pi_session_server.session import SessionManager
 
@@ -26,6 +25,18 @@ PAGE = 10
 def _chat(path: Path) -> Path:
     path.write_text("\n".join(S.chat(TURNS)) + "\n", encoding="utf-8")
     return path
+
+
+def _count_rows(monkeypatch: pytest.MonkeyPatch, made: list[int]) -> None:
+    """Count each row made, in ``made``, wherever it is made (a chain's rows, a walk's)."""
+    row = tree_rows.Row
+
+    def counted(*fields: Any) -> Any:
+        made.append(1)
+        return row(*fields)
+
+    for module in (tree_rows, tree_shape):
+        monkeypatch.setattr(module, "Row", counted)
 
 
 @pytest.mark.parametrize("mode", ["default", "no-tools", "user-only", "none"])
@@ -43,21 +54,19 @@ def test_pages_near_the_start_of_long_chains_make_rows_for_their_page_only(
     with SessionManager.open(str(path), read_only=True, index=False) as plain:
         expected = [_old(plain, {**view, **params}) for params in (*pages, *around)]
     made: list[int] = []
-    row = tv.Row
-
-    def counted(*fields: Any) -> Any:
-        made.append(1)
-        return row(*fields)
-
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
         methods_read._tree(manager, P.parse({**view, **pages[0]}, P.GetTreeParams))  # the view's first
-        monkeypatch.setattr(tv, "Row", counted)
+        _count_rows(monkeypatch, made)
         for params, wanted in zip((*pages, *around), expected, strict=True):
             made.clear()
             answer = encode_result(methods_read._tree(manager, P.parse({**view, **params}, P.GetTreeParams)))
             assert answer == wanted, params
             # the page and the rows above it (around an entry: the stretches walked to find it)
-            bound = params.get("offset", 0) + PAGE + 2 if "offset" in params else tv._CHAIN_STRETCH + PAGE + 2
+            bound = (
+                params.get("offset", 0) + PAGE + 2
+                if "offset" in params
+                else tree_flat_form._CHAIN_STRETCH + PAGE + 2
+            )
             assert len(made) <= bound < 4 * TURNS, params
 
 
@@ -94,13 +103,7 @@ def test_the_levels_down_a_long_chain_make_rows_for_their_pages_only(
         )
         expected = encode_result(methods_read._tree(plain, params))
     made: list[int] = []
-    row = tv.Row
-
-    def counted(*fields: Any) -> Any:
-        made.append(1)
-        return row(*fields)
-
-    monkeypatch.setattr(tv, "Row", counted)
+    _count_rows(monkeypatch, made)
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
         assert encode_result(methods_read._tree(manager, params)) == expected
     assert b'"chain":true' in expected and len(made) <= PAGE + 2
@@ -123,7 +126,7 @@ def test_a_tree_view_s_windows_hold_the_previews_of_their_last_replies_only(
         expected = [encode_result(methods_read._tree(plain, params)) for params in pages]
         cache = methods_read.preview_cache(plain)
         assert cache is not None and len(cache.parts) >= 3000  # (fewer than it takes to let go)
-    monkeypatch.setattr(tv, "_PREVIEWS_HELD", 200)
+    monkeypatch.setattr(tree_shape, "_PREVIEWS_HELD", 200)
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
         cache = methods_read.preview_cache(manager)
         assert cache is not None

@@ -10,7 +10,7 @@ from test_levels_held import _levels
 from test_silent_turns import _branchy
 
 from pi_session_server.format.entry import Entry
-from pi_session_server.server import tree_view as T
+from pi_session_server.server.tree_leaf_path import EntriesOnPath
 from pi_session_server.session import SessionManager
 
 
@@ -22,7 +22,7 @@ def test_a_file_s_leaf_path_is_told_by_its_lines_with_the_same_answers(tmp_path:
         answer, shape = _levels(manager, leaf, leaf_path=True)
         assert answer == expected
         held = shape._path_entries
-        assert isinstance(held, T._EntriesOnPath) and held._set is None
+        assert isinstance(held, EntriesOnPath) and held._set is None
         branch = manager.get_branch()
         on_path = set(map(id, branch))
         for entry in manager.get_entries():
@@ -45,7 +45,7 @@ def _entries(lines: list[int]) -> list[Entry]:
 def test_a_path_whose_lines_do_not_grow_is_held_as_a_set() -> None:
     for lines in ([-1, -1, -1], [3, 1, 2], [1, 1, 2]):
         path = _entries(lines)
-        held = T._EntriesOnPath(path)
+        held = EntriesOnPath(path)
         assert held._set is not None
         assert all(entry in held for entry in path)
         assert not any(entry in held for entry in _entries(lines))
@@ -53,7 +53,7 @@ def test_a_path_whose_lines_do_not_grow_is_held_as_a_set() -> None:
 
 def test_a_moved_path_is_looked_at_from_where_it_parts() -> None:
     path = _entries([1, 2, 3, 4])
-    held = T._EntriesOnPath(path)
+    held = EntriesOnPath(path)
     branch = _entries([5, 6])
     moved = [*path[:2], *branch]
     held.move(moved, 2, path[2:], branch)

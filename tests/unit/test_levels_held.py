@@ -10,15 +10,20 @@ from pathlib import Path
 import pytest
 from test_silent_turns import _branchy
 
-from pi_session_server.server import tree_view as T
+from pi_session_server.server.tree_following import tree_shape
+from pi_session_server.server.tree_levels import encode_tree_levels, tree_levels
+from pi_session_server.server.tree_rows import ChainRows, row_nodes
+from pi_session_server.server.tree_shape import TreeShape
+from pi_session_server.server.tree_tool_calls import CallReading
+from pi_session_server.server.tree_window import window_tops
 from pi_session_server.session import SessionManager
 from pi_session_server.session.describe import PreviewCache
 
 
 def _levels(
     manager: SessionManager, around: str, *, leaf_path: bool, search: str | None = None
-) -> tuple[bytes, T._TreeShape]:
-    shape = T.tree_shape(
+) -> tuple[bytes, TreeShape]:
+    shape = tree_shape(
         manager.get_tree(),
         manager.get_leaf_id(),
         manager.by_id,
@@ -26,12 +31,12 @@ def _levels(
         search=search,
         active_branch_first=True,
         cache=PreviewCache("/home/u", entries=manager.get_entries, entry_count=manager.entry_count),
-        calls=T.CallReading.NEAR_EACH_RESULT,
+        calls=CallReading.NEAR_EACH_RESULT,
         leaf_path=manager.get_branch() if leaf_path else None,
         branch_of=manager.get_branch if leaf_path else None,
     )
-    levels, complete = T.tree_levels(shape, around)
-    return T.encode_tree_levels(shape, levels, complete, 5, 50_000), shape
+    levels, complete = tree_levels(shape, around)
+    return encode_tree_levels(shape, levels, complete, 5, 50_000), shape
 
 
 @pytest.mark.parametrize("search", [None, "question"])
@@ -64,10 +69,10 @@ def test_a_level_of_a_chain_keeps_its_nodes_and_gives_the_rows_of_its_window(tmp
         assert shape.kept_levels is not None
         levels = shape.kept_levels[1]
         chains = [level for level in levels if level.window.chain]
-        assert chains and all(type(level.rows) is T.ChainRows for level in chains)
+        assert chains and all(type(level.rows) is ChainRows for level in chains)
         assert any(len(level.rows) > 2 for level in chains)
         for level in levels:
-            walked = list(shape.rows(T._tops(shape.roots, shape, level.window), level.window))
+            walked = list(shape.rows(window_tops(shape.roots, shape, level.window), level.window))
             rows = level.rows
             assert list(rows) == walked and len(rows) == len(walked)
             assert [rows[at] for at in range(-len(walked), len(walked))] == walked + walked
@@ -75,6 +80,6 @@ def test_a_level_of_a_chain_keeps_its_nodes_and_gives_the_rows_of_its_window(tmp
                 assert rows[start:] == walked[start:] and rows[:start] == walked[:start]
                 assert rows[start : start + 2] == walked[start : start + 2]
             assert rows[::2] == walked[::2]
-            assert list(T.row_nodes(rows)) == [row.node for row in walked]
+            assert list(row_nodes(rows)) == [row.node for row in walked]
             with pytest.raises(IndexError):
                 rows[len(walked)]

@@ -1,6 +1,6 @@
 """What the session viewer and the lazy tree views read: pi/getPath pages (server/path_view.py),
 pi/getStats (server/session_stats.py) and pi/getTree's ``chain`` and ``aroundId`` windows
-(server/tree_view.py), on the pure functions and the example session."""
+(server/tree_window.py, tree_flat_form.py, tree_levels.py), on the pure functions and the example session."""
 
 from __future__ import annotations
 
@@ -18,9 +18,15 @@ from test_protocol_tree_filters import EXAMPLE, random_session
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.server import path_view, session_stats
-from pi_session_server.server.tree_view import RootNotFoundError, TreeWindow, tree_view
+from pi_session_server.server.tree_flat_form import encode_flat_page, window_tree
+from pi_session_server.server.tree_following import tree_shape
+from pi_session_server.server.tree_levels import encode_tree_levels, tree_levels
+from pi_session_server.server.tree_tool_calls import CallReading
+from pi_session_server.server.tree_view import tree_view
+from pi_session_server.server.tree_window import RootNotFoundError, TreeWindow, find_node
 from pi_session_server.server.wire import encode_result
 from pi_session_server.session import SessionManager, cache_dir, loader
+from pi_session_server.session.describe import collect_tool_calls
 from pi_session_server.session.envelopes import Envelopes
 from pi_session_server.session.tree_modes import FILTERS
 
@@ -507,8 +513,6 @@ def test_the_windows_of_one_view_share_one_kept_shape_and_match_fresh_ones(
 
 
 def test_finding_a_node_by_its_path_is_find_node(tmp_path: Path):
-    from pi_session_server.server.tree_view import find_node, tree_shape
-
     rng = random.Random(5)
     for i in range(5):
         path = tmp_path / f"r{i}.jsonl"
@@ -524,8 +528,6 @@ def test_finding_a_node_by_its_path_is_find_node(tmp_path: Path):
 def test_windows_read_only_the_calls_their_previews_name_and_preview_as_the_whole_tree(
     example: SessionManager, monkeypatch: pytest.MonkeyPatch
 ):
-    from pi_session_server.server import tree_view as tv
-
     whole = {
         n["id"]: n["preview"]
         for n in reply(tree_view(example.get_tree(), example.get_leaf_id(), example.by_id, mode="all"))[
@@ -533,19 +535,23 @@ def test_windows_read_only_the_calls_their_previews_name_and_preview_as_the_whol
         ]
     }
     collected: list[int] = []
-    original = tv.collect_tool_calls
-    monkeypatch.setattr(tv, "collect_tool_calls", lambda entries: collected.append(1) or original(entries))
-    shape = tv.tree_shape(
+    original = collect_tool_calls
+    for reads in ("tree_shape", "tree_tool_calls"):  # (the modules that read every call)
+        monkeypatch.setattr(
+            f"pi_session_server.server.{reads}.collect_tool_calls",
+            lambda entries: collected.append(1) or original(entries),
+        )
+    shape = tree_shape(
         example.get_tree(),
         example.get_leaf_id(),
         example.by_id,
         mode="all",
-        calls=tv.CallReading.NEAR_EACH_RESULT,
+        calls=CallReading.NEAR_EACH_RESULT,
     )
     seen = 0
     for root in [ABSENT, *whole]:
         window = TreeWindow(root_id=root, chain=True, limit=1000, paged=True)
-        for node in json.loads(tv.encode_flat_page(tv.window_tree(shape, window), window)[0])["nodes"]:
+        for node in json.loads(encode_flat_page(window_tree(shape, window), window)[0])["nodes"]:
             assert node["preview"] == whole[node["id"]]
             seen += 1
     assert seen > len(whole) and collected == []  # every tool result found its call above it
@@ -553,8 +559,6 @@ def test_windows_read_only_the_calls_their_previews_name_and_preview_as_the_whol
 
 
 def test_a_tool_result_whose_call_is_not_above_it_still_names_it(tmp_path: Path):
-    from pi_session_server.server import tree_view as tv
-
     path = tmp_path / "s.jsonl"
     lines = [
         {"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"},
@@ -570,11 +574,9 @@ def test_a_tool_result_whose_call_is_not_above_it_still_names_it(tmp_path: Path)
         n["id"]: n["preview"]
         for n in reply(tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, mode="all"))["nodes"]
     }
-    shape = tv.tree_shape(
-        m.get_tree(), m.get_leaf_id(), m.by_id, mode="all", calls=tv.CallReading.NEAR_EACH_RESULT
-    )
+    shape = tree_shape(m.get_tree(), m.get_leaf_id(), m.by_id, mode="all", calls=CallReading.NEAR_EACH_RESULT)
     window = TreeWindow(root_id="r1", chain=True, limit=10, paged=True)
-    got = json.loads(tv.encode_flat_page(tv.window_tree(shape, window), window)[0])
+    got = json.loads(encode_flat_page(window_tree(shape, window), window)[0])
     assert (
         got["nodes"][0]["preview"] == whole["r1"]
         and "x.py" in whole["r1"]
@@ -586,12 +588,10 @@ def test_a_tool_result_whose_call_is_not_above_it_still_names_it(tmp_path: Path)
 
 
 def levels_reply(m: SessionManager, mode: str, around: Any, limit: int, max_nodes: int = 50_000) -> dict:
-    from pi_session_server.server import tree_view as tv
-
-    shape = tv.tree_shape(m.get_tree(), m.get_leaf_id(), m.by_id, mode=mode, active_branch_first=True,
-                          previews=False, calls=tv.CallReading.NEAR_EACH_RESULT)  # fmt: skip
-    levels, complete = tv.tree_levels(shape, around, max_nodes // 2)
-    return json.loads(tv.encode_tree_levels(shape, levels, complete, limit, max_nodes))
+    shape = tree_shape(m.get_tree(), m.get_leaf_id(), m.by_id, mode=mode, active_branch_first=True,
+                       previews=False, calls=CallReading.NEAR_EACH_RESULT)  # fmt: skip
+    levels, complete = tree_levels(shape, around, max_nodes // 2)
+    return json.loads(encode_tree_levels(shape, levels, complete, limit, max_nodes))
 
 
 def client_levels(m: SessionManager, mode: str, around: Any, limit: int) -> list[dict[str, Any]]:

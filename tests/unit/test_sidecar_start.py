@@ -75,8 +75,8 @@ NOT_AT_START = (
 DATACLASSES_AT_START = {
     "pi_session_server.session.environment.Environment",
     "pi_session_server.server.tree_pages._Kept",
-    "pi_session_server.server.tree_view.TreeLevel",
-    "pi_session_server.server.tree_view.TreeWindow",
+    "pi_session_server.server.tree_levels.TreeLevel",
+    "pi_session_server.server.tree_window.TreeWindow",
 }
 
 # `pi-session serve` as an editor runs it (its arguments in argv); what it imported, written to

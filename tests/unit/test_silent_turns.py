@@ -316,26 +316,29 @@ def _branchy(path: Path, turns: int = 90) -> Path:
 def test_levels_and_whole_trees_read_the_silent_turns_in_batches_and_answer_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
-    from pi_session_server.server import tree_view as T
+    from pi_session_server.server.tree_following import tree_shape
+    from pi_session_server.server.tree_levels import encode_tree_levels, tree_levels
+    from pi_session_server.server.tree_tool_calls import CallReading
+    from pi_session_server.server.tree_view import encode_flat_tree_view
 
     monkeypatch.setenv("HOME", "/home/u")
     path = _branchy(tmp_path / "s.jsonl")
 
     def answers(manager: SessionManager, cache: PreviewCache | None) -> list[bytes]:
-        shape = T.tree_shape(
+        shape = tree_shape(
             manager.get_tree(),
             manager.get_leaf_id(),
             manager.by_id,
             mode=mode,
             active_branch_first=True,
             cache=cache,
-            calls=T.CallReading.NEAR_EACH_RESULT,
+            calls=CallReading.NEAR_EACH_RESULT,
         )
-        levels, complete = T.tree_levels(shape, manager.get_leaf_id())
-        whole = T.encode_flat_tree_view(
+        levels, complete = tree_levels(shape, manager.get_leaf_id())
+        whole = encode_flat_tree_view(
             manager.get_tree(), manager.get_leaf_id(), manager.by_id, mode=mode, cache=cache
         )
-        return [T.encode_tree_levels(shape, levels, complete, 5, 50_000), whole]
+        return [encode_tree_levels(shape, levels, complete, 5, 50_000), whole]
 
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
         expected = answers(manager, None)

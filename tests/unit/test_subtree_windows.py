@@ -22,9 +22,13 @@ from test_protocol_tree_filters import EXAMPLE, random_session
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.server import methods_read
 from pi_session_server.server import params as P
-from pi_session_server.server import tree_view as tv
 from pi_session_server.server.errors import MAX_TREE_NODES, PiRpcError
 from pi_session_server.server.library_tree import shown_tree
+from pi_session_server.server.tree_flat_form import encode_flat_page, window_tree
+from pi_session_server.server.tree_following import tree_shape
+from pi_session_server.server.tree_tool_calls import CallReading
+from pi_session_server.server.tree_view import encode_flat_tree_view, tree_view
+from pi_session_server.server.tree_window import RootNotFoundError, TreeTooLargeError, walk_nodes
 from pi_session_server.server.wire import encode_result
 from pi_session_server.session import SessionManager, cache_dir, scan_index
 from pi_session_server.session.tree import TreeRoots
@@ -32,6 +36,7 @@ from pi_session_server.session.tree import TreeRoots
 pytestmark = pytest.mark.usefixtures("files_settle_at_once")
 
 FIXTURES = sorted((Path(__file__).parents[1] / "conformance" / "vectors" / "fixtures").rglob("*.jsonl"))
+SERVER = "pi_session_server.server"
 HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"}
 VIEWS = [
     {"filter": "none"},
@@ -105,22 +110,22 @@ def _old(m: SessionManager, params: dict[str, Any]) -> Any:
     try:
         if p.form == "flat" and window.paged:
             leaf_path = m.get_branch() if m.has_unique_ids() else None
-            shape = tv.tree_shape(
+            shape = tree_shape(
                 roots,
                 m.get_leaf_id(),
                 m.by_id,
-                calls=tv.CallReading.NEAR_EACH_RESULT,
+                calls=CallReading.NEAR_EACH_RESULT,
                 leaf_path=leaf_path,
                 **view,
             )
-            return tv.encode_flat_page(tv.window_tree(shape, window), window, MAX_TREE_NODES)[0]
+            return encode_flat_page(window_tree(shape, window), window, MAX_TREE_NODES)[0]
         options = {**view, "window": window, "max_nodes": MAX_TREE_NODES}
         if p.form == "nested":
-            return encode_result(tv.tree_view(roots, m.get_leaf_id(), m.by_id, form="nested", **options))
-        return tv.encode_flat_tree_view(roots, m.get_leaf_id(), m.by_id, **options)
-    except tv.TreeTooLargeError as error:
+            return encode_result(tree_view(roots, m.get_leaf_id(), m.by_id, form="nested", **options))
+        return encode_flat_tree_view(roots, m.get_leaf_id(), m.by_id, **options)
+    except TreeTooLargeError as error:
         return ("PiRpcError", str(error))
-    except tv.RootNotFoundError as error:
+    except RootNotFoundError as error:
         return ("PiRpcError", str(error))
 
 
@@ -234,10 +239,13 @@ def test_a_subtree_window_finds_its_top_without_walking_the_tree(
     users = [e.id for e in m.get_entries() if e.type == "message" and e.role == "user"]
     root = users[len(users) // 2]  # (shown by every filter below)
     walked: list[int] = []
-    walk = tv._walk_nodes
-    monkeypatch.setattr(tv, "_walk_nodes", lambda roots: walked.append(1) or walk(roots))
-    monkeypatch.setattr(tv, "find_node", lambda *a: pytest.fail("the tree was searched"))
-    monkeypatch.setattr(tv, "active_path_ids", lambda *a: pytest.fail("a path was walked up entry by entry"))
+    walk = walk_nodes
+    for walks in ("tree_shape", "tree_tool_calls"):  # (the modules that walk the whole tree)
+        monkeypatch.setattr(f"{SERVER}.{walks}.walk_nodes", lambda roots: walked.append(1) or walk(roots))
+    monkeypatch.setattr(f"{SERVER}.tree_shape.find_node", lambda *a: pytest.fail("the tree was searched"))
+    monkeypatch.setattr(
+        f"{SERVER}.tree_shape.active_path_ids", lambda *a: pytest.fail("a path was walked up entry by entry")
+    )
     for window in ({"rootId": root, "depth": 1, "limit": 5}, {"rootId": root, "chain": True, "limit": 3}):
         for view in (
             {"filter": "default", "activeBranchFirst": True, "previews": False},
@@ -257,7 +265,7 @@ def test_the_entries_in_walk_order_are_those_a_walk_of_the_tree_meets(files: lis
         roots = m.get_tree()
         assert isinstance(roots, TreeRoots)
         if roots.in_walk_order is not None:
-            walked = [node.entry for node in tv._walk_nodes(roots)]
+            walked = [node.entry for node in walk_nodes(roots)]
             assert [id(e) for e in roots.in_walk_order()] == [id(e) for e in walked], path
             told += 1
         m.close()

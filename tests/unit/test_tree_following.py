@@ -3,7 +3,7 @@
 The server keeps the library's tree of a session and the shape of a tree view's windows (filter
 answers, shown children, the leaf's path) per state of the session; when pi appends entries, the
 kept ones are grown by the new entries instead of made anew where that gives the same tree
-(``session.tree.grown_tree``, ``_TreeShape.followed``), and made anew otherwise (a rewrite, a
+(``session.tree.grown_tree``, ``FollowingTreeShape.followed``), and made anew otherwise (a rewrite, a
 truncation, a new root, duplicate ids...).
 
 Every session here is written a turn (a chunk of lines) at a time to a file a manager follows
@@ -100,11 +100,11 @@ def _leaf_levels(base: dict[str, Any], leaf: Any, limit: int = 4) -> dict[str, A
 
 def _rows_made(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The entries whose tree-view rows are made from now on, in order (recorded, still made)."""
-    from pi_session_server.server import tree_view
+    from pi_session_server.server.tree_shape import TreeShape
 
     made: list[Any] = []
-    node = tree_view._TreeShape.node
-    monkeypatch.setattr(tree_view._TreeShape, "node", lambda self, n, *a: made.append(n) or node(self, n, *a))
+    node = TreeShape.node
+    monkeypatch.setattr(TreeShape, "node", lambda self, n, *a: made.append(n) or node(self, n, *a))
     return made
 
 
@@ -543,7 +543,7 @@ def test_a_move_of_the_leaf_records_the_nodes_it_changed_only_for_levels_kept(
     the shape follows it without recording the nodes that left or joined the leaf's path (most
     of the path, on a big session most of what following it would hold); once levels are kept
     it records them (the levels above the fork are kept). The answers are a fresh server's."""
-    from pi_session_server.server import tree_view
+    from pi_session_server.server.tree_following import FollowingTreeShape
 
     path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
     manager = SessionManager.open(str(path))
@@ -552,9 +552,9 @@ def test_a_move_of_the_leaf_records_the_nodes_it_changed_only_for_levels_kept(
     leaf = manager.get_leaf_id()
     far = manager.get_branch()[2].id
     recorded: list[int | None] = []
-    keep = tree_view._TreeShape._keep_levels_above
+    keep = FollowingTreeShape._keep_levels_above
     monkeypatch.setattr(
-        tree_view._TreeShape,
+        FollowingTreeShape,
         "_keep_levels_above",
         lambda self, kept, changed: (
             recorded.append(None if changed is None else len(changed)) or keep(self, kept, changed)
@@ -585,9 +585,9 @@ def test_a_move_of_more_rows_than_a_delta_names_is_walked_anew_not_followed(
     top level after Branch Here: hundreds of thousands of rows leave the path): the kept shape is
     not followed row by row (a view told the move by ``since`` reloads anyway), the top level is
     walked anew; a nearer move is followed. The answers are a fresh server's."""
-    from pi_session_server.server import tree_view
+    from pi_session_server.server import tree_following
 
-    monkeypatch.setattr(tree_view, "MOST_MOVED_ROWS", 6)
+    monkeypatch.setattr(tree_following, "MOST_MOVED_ROWS", 6)
     path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
     manager = SessionManager.open(str(path))
     top = {**_flat(("default", True, None)), "chain": True, "offset": 0, "limit": 5}

@@ -18,7 +18,9 @@ from test_protocol_tree_filters import EXAMPLE, calls_of, random_session
 
 from pi_session_server.server import methods_read, tree_pages
 from pi_session_server.server import params as P
-from pi_session_server.server.tree_view import TreeWindow, encode_flat_tree_view, flat_tree, window_tree
+from pi_session_server.server.tree_flat_form import window_tree
+from pi_session_server.server.tree_view import encode_flat_tree_view, flat_tree
+from pi_session_server.server.tree_window import TreeWindow
 from pi_session_server.session import SessionManager, describe
 
 

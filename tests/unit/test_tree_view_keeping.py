@@ -23,8 +23,13 @@ from requests_in_flight import RequestsInFlight
 
 from pi_session_server.format.entry import Entry, LineBytes
 from pi_session_server.server import quiet_jobs
-from pi_session_server.server import tree_view as T
 from pi_session_server.server.preview_keeping import PreviewKeeper
+from pi_session_server.server.tree_flat_form import encode_flat_page, window_tree
+from pi_session_server.server.tree_following import tree_shape
+from pi_session_server.server.tree_levels import encode_tree_levels, tree_levels
+from pi_session_server.server.tree_tool_calls import CallReading
+from pi_session_server.server.tree_view import encode_flat_tree_view
+from pi_session_server.server.tree_window import WHOLE_TREE
 from pi_session_server.server.workers import CancelToken, WorkerPool, after_this_job, current_queue
 from pi_session_server.session import SessionManager, cache_dir, describe, preview_store
 from pi_session_server.session.describe import PreviewCache
@@ -70,21 +75,21 @@ def _branchy_session(path: Path, turns: int = 120) -> Path:
 
 
 def _levels(manager: SessionManager, cache: PreviewCache | None, limit: int = 5) -> bytes:
-    shape = T.tree_shape(
+    shape = tree_shape(
         manager.get_tree(),
         manager.get_leaf_id(),
         manager.by_id,
         mode="default",
         active_branch_first=True,
         cache=cache,
-        calls=T.CallReading.NEAR_EACH_RESULT,
+        calls=CallReading.NEAR_EACH_RESULT,
     )
-    levels, complete = T.tree_levels(shape, manager.get_leaf_id())
-    return T.encode_tree_levels(shape, levels, complete, limit, 50_000)
+    levels, complete = tree_levels(shape, manager.get_leaf_id())
+    return encode_tree_levels(shape, levels, complete, limit, 50_000)
 
 
 def _whole_flat(manager: SessionManager, cache: PreviewCache | None) -> bytes:
-    return T.encode_flat_tree_view(
+    return encode_flat_tree_view(
         manager.get_tree(), manager.get_leaf_id(), manager.by_id, mode="none", cache=cache
     )
 
@@ -159,9 +164,7 @@ def test_a_whole_tree_of_a_filter_that_shows_most_rows_reads_their_previews_in_o
     monkeypatch.setenv("HOME", "/home/u")
     path = _branchy_session(tmp_path / "s.jsonl", turns=200)  # rows beyond a batch's misses
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
-        expected = T.encode_flat_tree_view(
-            manager.get_tree(), manager.get_leaf_id(), manager.by_id, mode=mode
-        )
+        expected = encode_flat_tree_view(manager.get_tree(), manager.get_leaf_id(), manager.by_id, mode=mode)
     passes: list[int] = []
     real = describe.preview_values
 
@@ -175,7 +178,7 @@ def test_a_whole_tree_of_a_filter_that_shows_most_rows_reads_their_previews_in_o
         assert manager.entry_count() > 2 * describe.PREFETCH_AFTER_MISSES
         reads.count = 0  # (the header's, at the open)
         cache = _server_cache(manager)
-        whole = T.encode_flat_tree_view(
+        whole = encode_flat_tree_view(
             manager.get_tree(), manager.get_leaf_id(), manager.by_id, mode=mode, cache=cache
         )
     assert whole == expected
@@ -398,10 +401,10 @@ def test_after_this_job_runs_after_the_callbacks_given_before() -> None:
 
 def _whole_and_levels(manager: SessionManager, mode: str, **options: Any) -> tuple[bytes, bytes]:
     """The whole flat tree and the levels down to the leaf, in one shape made with ``options``."""
-    shape = T.tree_shape(manager.get_tree(), manager.get_leaf_id(), manager.by_id, mode=mode, **options)
-    whole = T.encode_flat_page(T.window_tree(shape, T.WHOLE_TREE), T.WHOLE_TREE)[0]
-    levels, complete = T.tree_levels(shape, manager.get_leaf_id())
-    return whole, T.encode_tree_levels(shape, levels, complete, 5, 50_000)
+    shape = tree_shape(manager.get_tree(), manager.get_leaf_id(), manager.by_id, mode=mode, **options)
+    whole = encode_flat_page(window_tree(shape, WHOLE_TREE), WHOLE_TREE)[0]
+    levels, complete = tree_levels(shape, manager.get_leaf_id())
+    return whole, encode_tree_levels(shape, levels, complete, 5, 50_000)
 
 
 @pytest.mark.parametrize("mode", FILTERS)

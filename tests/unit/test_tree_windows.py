@@ -14,13 +14,8 @@ import builders as S
 import pytest
 from test_protocol_tree_filters import EXAMPLE, random_session
 
-from pi_session_server.server.tree_view import (
-    RootNotFoundError,
-    TreeTooLargeError,
-    TreeWindow,
-    encode_flat_tree_view,
-    tree_view,
-)
+from pi_session_server.server.tree_view import encode_flat_tree_view, tree_view
+from pi_session_server.server.tree_window import RootNotFoundError, TreeTooLargeError, TreeWindow
 from pi_session_server.server.wire import encode_json
 from pi_session_server.session import SessionManager
 from pi_session_server.session.tree_modes import FILTERS
@@ -150,7 +145,7 @@ def test_rows_msgspec_refuses_are_written_as_the_whole_result_writes_them(
     are not strings goes through the exact encoder: the same bytes as the dict form, members in the
     same order, the missing ones left out; in a batch of rows of its own or with others, first or
     after others (``batch``: rows encoded at a time)."""
-    monkeypatch.setattr("pi_session_server.server.tree_view._ENCODED_TOGETHER", batch)
+    monkeypatch.setattr("pi_session_server.server.tree_flat_form._ENCODED_TOGETHER", batch)
     lines = [
         S.header(),
         S.user("a\ud800", None, "first"),
@@ -216,11 +211,16 @@ def test_a_subtree_reads_the_calls_when_it_shows_a_tool_result_and_answers_as_be
     from pi_session_server.server import params as P
     from pi_session_server.server import tree_view as tv
     from pi_session_server.server.wire import encode_result
+    from pi_session_server.session.describe import collect_tool_calls
 
     eager_shape = tv.tree_shape
     collected: list[int] = []
-    collect = tv.collect_tool_calls
-    monkeypatch.setattr(tv, "collect_tool_calls", lambda entries: collected.append(1) or collect(entries))
+    collect = collect_tool_calls
+    for reads in ("tree_shape", "tree_tool_calls"):  # (the modules that read every call)
+        monkeypatch.setattr(
+            f"pi_session_server.server.{reads}.collect_tool_calls",
+            lambda entries: collected.append(1) or collect(entries),
+        )
     duplicate = _duplicate_calls(tmp_path / "duplicate.jsonl")
     for m in [duplicate, *sessions[:6]]:
         ids = [e.id for e in m.get_entries()]

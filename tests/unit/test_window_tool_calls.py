@@ -26,13 +26,10 @@ from pi_session_server.server import methods_read
 from pi_session_server.server import params as P
 from pi_session_server.server.errors import PiRpcError
 from pi_session_server.server.raw_parts import RawParts
-from pi_session_server.server.tree_view import (
-    CallReading,
-    TreeWindow,
-    encode_flat_page,
-    tree_shape,
-    window_tree,
-)
+from pi_session_server.server.tree_flat_form import encode_flat_page, window_tree
+from pi_session_server.server.tree_following import tree_shape
+from pi_session_server.server.tree_tool_calls import CallReading
+from pi_session_server.server.tree_window import TreeWindow
 from pi_session_server.session import SessionManager
 from pi_session_server.session.tree import build_tree
 
