@@ -150,8 +150,8 @@ def _output_problem(out: str, files: list[str], *, force: bool) -> str | None:
             f"is a {kind}: --output makes a new session file (or with --force replaces a regular one); "
             f"to send the session to the {kind}, give `-o -` and redirect stdout to it"
         )
-    if st is not None and files and _is_file(files[0], st):
-        return IS_THE_FILE_REPAIRED
+    if st is not None and files and _same_file_as(files[0], st):
+        return _IS_THE_FILE_REPAIRED
     if not force and os.path.lexists(out):
         return "it exists (--force overwrites it)"
     parent = os.path.dirname(out) or "."
@@ -160,10 +160,10 @@ def _output_problem(out: str, files: list[str], *, force: bool) -> str | None:
     return None
 
 
-IS_THE_FILE_REPAIRED = "is the file being repaired: use --in-place"
+_IS_THE_FILE_REPAIRED = "is the file being repaired: use --in-place"
 
 
-def _is_file(path: str, out: os.stat_result) -> bool:
+def _same_file_as(path: str, out: os.stat_result) -> bool:
     try:
         return os.path.samestat(os.stat(path), out)
     except (OSError, ValueError):
@@ -425,8 +425,8 @@ def _repair(
     # the lines up to where the file ended then: those appended later are copied as they come
     doc = SessionDocument.from_file(_readable_name(path, fd), pi=pi, end=before.size)
     diagnostics, plan = _analysed(doc, chosen, path)
-    if args.output not in (None, "-") and same_file(args.output, before):  # (made so since run looked)
-        _say(f"pi-session repair: {args.output}: {IS_THE_FILE_REPAIRED}", file=sys.stderr)
+    if args.output not in (None, "-") and same_file(args.output, before):  # (renamed so since run looked)
+        _say(f"pi-session repair: {args.output}: {_IS_THE_FILE_REPAIRED}", file=sys.stderr)
         return 2, 0
     report = cast(TextIO, _Output(sys.stdout)) if args.output != "-" else sys.stderr
     # written to a file, or listed without writing (its rounds played in memory): it goes round again
