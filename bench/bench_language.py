@@ -5,7 +5,7 @@
         [--outline FILE] [--diagnostics FILE] [--quick-fix FILE] [--hover-at-open FILE]
         [--baseline main] [--rounds 3]
 
-Figures printed (targets from issue 4):
+Figures printed (each with the target it is measured against):
 
 1. didOpen of a generated 100 MB session -> first publishDiagnostics (target < 1 s), measured from
    the first byte written to the server's stdin; plus the same document read from disk (the path

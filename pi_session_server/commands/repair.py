@@ -27,6 +27,7 @@ import argparse
 import errno
 import os
 import shlex
+import stat
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -101,21 +102,17 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(chosen, str):
         _say(f"pi-session repair: {chosen}", file=sys.stderr)
         return 2
-    if args.output not in (None, "-"):
-        # never opened: a FIFO waits for a reader, and a device is no place for a session file
-        problem = special_file_problem(args.output)
-        if problem is not None:
-            _say(
-                f"pi-session repair: {args.output}: {problem} (`-o -` writes to stdout, which can go there)",
-                file=sys.stderr,
-            )
-            return 2
     found_files = session_files(args.paths)
     say_what_was_not_found("repair", found_files, given=True)
     files, missing = found_files.files, found_files.missing
     if args.output and len(files) + len(missing) != 1:
         _say("pi-session repair: --output takes one session file", file=sys.stderr)
         return 2
+    if args.output not in (None, "-"):
+        problem = _output_problem(args.output, files, force=args.force)
+        if problem is not None:
+            _say(f"pi-session repair: {args.output}: {problem}", file=sys.stderr)
+            return 2
     statuses = [2] * len(missing)
     total = with_repairs = 0
     # several files: those with nothing chosen to repair are not named, their other repairs counted
@@ -131,6 +128,57 @@ def run(args: argparse.Namespace) -> int:
         for line in _summary(len(files), total, with_repairs, failed, others, args):
             _say(line)
     return max(statuses, default=0)
+
+
+def _output_problem(out: str, files: list[str], *, force: bool) -> str | None:
+    """Why OUT cannot be written, when that is known before the session (``files``: it alone, or
+    none) is read: said first and alone, not after its repairs listed as if they were about to be
+    made. OUT is a new file, or with --force a regular file it replaces; a FIFO or a device is
+    never opened (a FIFO waits for a reader). None: the write itself says what else is wrong (a
+    directory it may not write in)."""
+    from ..session.paths import special_file_kind
+
+    try:
+        st: os.stat_result | None = os.stat(out)
+    except (OSError, ValueError):
+        st = None  # nothing there yet (or a link to nothing): the write makes it, or says why not
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        return "is a directory: --output names the session file to write"
+    kind = None if st is None else special_file_kind(st.st_mode)
+    if kind is not None:
+        return (
+            f"is a {kind}: --output makes a new session file (or with --force replaces a regular one); "
+            f"to send the session to the {kind}, give `-o -` and redirect stdout to it"
+        )
+    if st is not None and files and _same_file_as(files[0], st):
+        return _IS_THE_FILE_REPAIRED
+    if not force and os.path.lexists(out):
+        return "it exists (--force overwrites it)"
+    parent = os.path.dirname(out) or "."
+    if st is None and not _is_directory(parent):
+        return f"there is no directory {parent} to make it in"
+    return None
+
+
+_IS_THE_FILE_REPAIRED = "is the file being repaired: use --in-place"
+
+
+def _same_file_as(path: str, out: os.stat_result) -> bool:
+    try:
+        return os.path.samestat(os.stat(path), out)
+    except (OSError, ValueError):
+        return False
+
+
+def _is_directory(path: str) -> bool:
+    """Is ``path`` a directory? Yes too when that cannot be told (a parent not searchable): the
+    write says what is wrong then."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except (OSError, ValueError):
+        return True
 
 
 def _summary(
@@ -377,6 +425,9 @@ def _repair(
     # the lines up to where the file ended then: those appended later are copied as they come
     doc = SessionDocument.from_file(_readable_name(path, fd), pi=pi, end=before.size)
     diagnostics, plan = _analysed(doc, chosen, path)
+    if args.output not in (None, "-") and same_file(args.output, before):  # (renamed so since run looked)
+        _say(f"pi-session repair: {args.output}: {_IS_THE_FILE_REPAIRED}", file=sys.stderr)
+        return 2, 0
     report = cast(TextIO, _Output(sys.stdout)) if args.output != "-" else sys.stderr
     # written to a file, or listed without writing (its rounds played in memory): it goes round again
     _list(path, plan, report, _RUN_AGAIN if args.output == "-" else _NEXT_ROUND)
@@ -385,9 +436,6 @@ def _repair(
         if count:
             return _dry_run(path, doc, plan, chosen, report)
         return _report_only(path, diagnostics, plan, chosen, others, report)
-    if args.output not in (None, "-") and same_file(args.output, before):
-        _say(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
-        return 2, 0
     chunks = spliced(fd, before.size, plan.splices())
     kept = 0
     known = None

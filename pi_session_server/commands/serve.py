@@ -75,6 +75,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # opened first: a log file that cannot be written is said alone, not after "waiting for a client"
+    handler: logging.Handler = (
+        logging.FileHandler(args.log_file, encoding="utf-8")
+        if args.log_file
+        else logging.StreamHandler(sys.stderr)
+    )
     if sys.stdin.isatty():  # typed at a prompt: it would wait there for a client, saying nothing
         print(TYPED_AT_A_TERMINAL, file=sys.stderr, flush=True)
     with imported_for_good():
@@ -84,11 +90,6 @@ def run(args: argparse.Namespace) -> int:
         from pi_session_server.server.app import ServerOptions, create_server, watch_interval
         from pi_session_server.session.profiles import profile_for
 
-    handler: logging.Handler = (
-        logging.FileHandler(args.log_file, encoding="utf-8")
-        if args.log_file
-        else logging.StreamHandler(sys.stderr)
-    )
     # timed lines, to be set beside a client's trace of the messages
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=getattr(logging, args.log_level), handlers=[handler], force=True)

@@ -600,10 +600,12 @@ FIELD_DOCS = {
         "PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the server's), else the "
         "`sessionDir` setting of the agent directory and of the working directory's project (the "
         "request's `environment`), else SessionManager's default, as pi --resume, --session and "
-        "--continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use "
-        "(docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL "
-        "byte, the listings and pi/findById find nothing and the other methods use the default. Default "
-        "false: SessionManager's default."
+        "--continue find them and pi makes a new one (docs/FORMAT.md §3.1). A choice pi stops on at its "
+        "start (a file URL Node refuses; for the setting, a value that is not a string too) fails the "
+        "request with Node's error (data.name, data.code), its message naming the variable or the "
+        "settings file that holds it. A "
+        "setting holding a NUL byte (docs/DEVIATIONS.md D25): the listings and pi/findById find nothing "
+        "and the other methods use the default. Default false: SessionManager's default."
     ),
     "maxTextChars": (
         "pi/list, pi/listAll: cut firstMessage and allMessagesText to this many characters (Unicode code "

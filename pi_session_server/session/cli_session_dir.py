@@ -10,17 +10,19 @@ The settings are read as pi's ``SettingsManager.create(cwd, agentDir)`` reads th
 missing, unreadable, empty, not JSON or not a JSON object holds no settings (pi records the error
 and goes on). Nothing is written: pi locks a settings file to read it, the library does not.
 
-A ``sessionDir`` setting pi cannot use is docs/DEVIATIONS.md D25: one that stops pi at its start is
-taken as not set (:func:`settings_session_dir`), one holding a NUL byte is kept, for the callers to
-find nothing in it (:func:`names_no_directory`).
+A ``sessionDir`` setting that stops pi at its start (a value that is no string, a ``file://`` URL
+Node refuses) stops the caller too, with an error naming the settings file that holds it (pi's
+says only Node's words). One holding a NUL byte is kept, for the callers to find nothing in it
+(:func:`names_no_directory`, docs/DEVIATIONS.md D25).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..errors import FileUrlError, InvalidArgValueError
+from ..errors import FileUrlError, InvalidArgValueError, ValueTypeError
 from ..format.jsjson import JsonSyntaxError, parse
+from ..format.jsvalue import truthy
 from ..regular_file import open_regular
 from .environment import SESSION_DIR_ENV, Environment, current
 from .paths import (
@@ -48,9 +50,9 @@ def cli_session_dir(flag: StrPath | None = None, env: Environment | None = None)
     ``flag`` is ``--session-dir``'s value. Each choice is pi's ``normalizePath`` of it (``~``
     expanded, a ``file://`` URL made a path, a relative path kept relative: it names a directory
     under ``env.cwd``); an empty one is no choice, as in pi. A ``sessionDir`` setting holding a NUL
-    byte is returned as it is (see :func:`names_no_directory`). A flag or ``$PI_CODING_AGENT_SESSION_DIR``
-    that pi's ``normalizePath`` refuses raises Node's error, its message prefixed with where the
-    value came from (``--session-dir: ...``, ``$PI_CODING_AGENT_SESSION_DIR: ...``).
+    byte is returned as it is (see :func:`names_no_directory`). A choice that pi's ``normalizePath``
+    refuses raises Node's error, its message prefixed with where the value came from
+    (``--session-dir: ...``, ``$PI_CODING_AGENT_SESSION_DIR: ...``, ``SETTINGS FILE: sessionDir: ...``).
     """
     env = current(env)
     if path_given(flag):
@@ -73,26 +75,44 @@ def _normalized_choice(value: StrPath, source: str, env: Environment) -> str:
 
 def settings_session_dir(env: Environment | None = None) -> str | None:
     """pi's ``SettingsManager.getSessionDir()``: the ``sessionDir`` of the merged settings,
-    normalized, or None when it is not set, empty, or set empty or null by the project over the
-    global one.
+    normalized, or None when it is not set, empty (any falsy value), or set so by the project over
+    the global one.
 
-    A ``sessionDir`` that is not a string, or a ``file://`` URL Node refuses (pi's
-    ``normalizePath`` then throws and pi stops at its start) is taken as not set: the default
-    directory is used instead of none at all. One holding a NUL byte is returned as pi's value.
+    A ``sessionDir`` that pi's ``normalizePath`` throws on stops pi at its start, whatever it was
+    asked (nothing is read or written yet): a value that is no string (``5``, ``true``, an array)
+    raises :class:`~pi_session_server.errors.ValueTypeError`, a ``file://`` URL Node refuses
+    Node's :class:`~pi_session_server.errors.FileUrlError`, each message starting with the settings
+    file that holds it (``SETTINGS FILE: sessionDir: ...``). One holding a NUL byte is returned as
+    pi's value.
     """
     env = current(env)
-    merged = _settings_at(node_join(resolve_path(get_agent_dir(env), env=env), SETTINGS_FILE))
+    source = node_join(resolve_path(get_agent_dir(env), env=env), SETTINGS_FILE)
+    value = _settings_at(source).get(_SESSION_DIR_KEY)
     if env.cwd:  # (a removed working directory has no project settings to read)
-        project = _settings_at(node_join(resolve_path(env.cwd, env=env), _PROJECT_CONFIG_DIR, SETTINGS_FILE))
+        project_file = node_join(resolve_path(env.cwd, env=env), _PROJECT_CONFIG_DIR, SETTINGS_FILE)
+        project = _settings_at(project_file)
         # pi merges them deeply; sessionDir is a leaf: the project's value when it has one
-        merged = {**merged, **project}
-    value = merged.get(_SESSION_DIR_KEY)
-    if not isinstance(value, str) or not value:
+        if _SESSION_DIR_KEY in project:
+            value, source = project[_SESSION_DIR_KEY], project_file
+    if not truthy(value):
         return None
+    where = f"{source}: {_SESSION_DIR_KEY}"
+    if not isinstance(value, str):
+        raise ValueTypeError(f"{where}: must be a path (a string), not {_js_kind(value)}")
     try:
         return node_normalize_path(value, env)
-    except FileUrlError:
-        return None
+    except FileUrlError as error:
+        error.args = (f"{where}: {error.message}",)
+        raise
+
+
+def _js_kind(value: Any) -> str:
+    """What a JSON value that is no string is, in JavaScript's words."""
+    if isinstance(value, bool):
+        return f"the boolean {'true' if value else 'false'}"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "an array" if isinstance(value, list) else "an object"
 
 
 def names_no_directory(session_dir: str | None) -> bool:

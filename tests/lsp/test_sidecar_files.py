@@ -13,6 +13,8 @@ from builders import assistant_message, generate_session
 from lsprotocol import types
 from sidecar_support import EXAMPLE, expect_error, sidecar_fixture  # noqa: F401  (fixture)
 
+from pi_session_server.server.errors import SESSION_ERROR
+
 
 def trash_files(home: Path) -> list[Path]:
     trash = home / "home" / ".local" / "share" / "Trash" / "files"
@@ -316,14 +318,48 @@ async def test_open_and_fork_with_cli_session_dir_keep_new_sessions_in_pis_direc
     assert Path(forked["sessionFile"]).parent.parent == tmp_path / "agent" / "sessions"
 
 
-@pytest.mark.parametrize("setting", ["file://host/custom", "file:///custom%2fx", "file:///%zz"])
-async def test_a_session_dir_setting_that_stops_pi_is_taken_as_not_set(sidecar, tmp_path, setting):
-    project, environment, _ = _pi_settings_session(tmp_path, setting)
+@pytest.mark.parametrize(
+    ("setting", "nodes_words", "name", "code"),
+    [
+        (
+            "file://host/custom",
+            'File URL host must be "localhost" or empty on linux',
+            "TypeError",
+            "ERR_INVALID_FILE_URL_HOST",
+        ),
+        (
+            "file:///custom%2fx",
+            "File URL path must not include encoded / characters",
+            "TypeError",
+            "ERR_INVALID_FILE_URL_PATH",
+        ),
+        ("file:///%zz", "URI malformed", "URIError", None),
+        (5, "must be a path (a string), not a number", "TypeError", None),
+    ],
+)
+async def test_a_session_dir_setting_that_stops_pi_is_an_error_naming_the_settings_file(
+    sidecar, tmp_path, setting, nodes_words, name, code
+):
+    """pi stops at its start on it, whatever it was asked: it was taken as not set (the default
+    directory listed, a session made there)."""
+    project, environment, session_id = _pi_settings_session(tmp_path, setting)
     default = tmp_path / "agent" / "sessions" / f"--{str(project)[1:].replace('/', '-')}--"
     default.mkdir(parents=True)
     (default / "d.jsonl").write_text(EXAMPLE.read_text().replace(CWD, str(project)))
-    asked = {"cwd": str(project), "environment": environment, "cliSessionDir": True, "text": "none"}
-    assert [s["path"] for s in await sidecar.request("pi/list", asked)] == [str(default / "d.jsonl")]
+    asked = {"cwd": str(project), "environment": environment, "cliSessionDir": True}
+    for method, params in [
+        ("pi/list", {**asked, "text": "none"}),
+        ("pi/findById", {**asked, "id": session_id}),
+        ("pi/continueRecent", asked),
+        ("pi/create", asked),
+    ]:
+        with expect_error(SESSION_ERROR) as refused:
+            await sidecar.request(method, params)
+        assert refused.value.message == f"{project / '.pi' / 'settings.json'}: sessionDir: {nodes_words}", (
+            method
+        )
+        assert refused.value.data.get("name") == name and refused.value.data.get("code") == code, method
+    assert sorted(p.name for p in default.iterdir()) == ["d.jsonl"]  # nothing made
 
 
 @pytest.mark.parametrize("setting", ["{}/custom\x00", "file://{}/custom%00"])

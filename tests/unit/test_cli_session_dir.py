@@ -12,7 +12,7 @@ import builders as S
 import pytest
 
 from pi_session_server.cli import main
-from pi_session_server.errors import FileUrlError
+from pi_session_server.errors import FileUrlError, ValueTypeError
 from pi_session_server.session.cli_session_dir import cli_session_dir, names_no_directory
 from pi_session_server.session.environment import Environment
 
@@ -79,27 +79,59 @@ def test_the_project_setting_empty_or_null_hides_the_global_one(root: Path) -> N
         b"5",  # pi's migrateSettings throws on a primitive
         b"null",
         b'["/x"]',
-        b'{"sessionDir": 5}',  # pi's normalizePath throws: taken as not set
-        b'{"sessionDir": ["/x"]}',
-        b'{"sessionDir": true}',
     ],
 )
-def test_a_bad_project_settings_file_or_value_leaves_the_global_setting_or_the_default(
+def test_a_bad_project_settings_file_leaves_the_global_setting_or_the_default(
     root: Path, text: bytes
 ) -> None:
     _settings(_project(root), text)
     assert cli_session_dir(None, _env(root)) is None
     _settings(_global(root), '{"sessionDir": "/global"}')
-    bad_value = text.startswith(b'{"sessionDir"')  # the project's value still hides the global one
-    assert cli_session_dir(None, _env(root)) == (None if bad_value else "/global")
+    assert cli_session_dir(None, _env(root)) == "/global"
 
 
-@pytest.mark.parametrize("value", ["file://host/s", "file:///a%2fb", "file:///a%zz", "file://[::1/s"])
-def test_a_file_url_node_refuses_is_taken_as_not_set(root: Path, value: str) -> None:
-    # pi's normalizePath throws at its start, whatever it was asked: the default instead
-    _settings(_global(root), '{"sessionDir": "/global"}')
-    _settings(_project(root), json.dumps({"sessionDir": value}))
-    assert cli_session_dir(None, _env(root)) is None
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [("5", "a number"), ("true", "the boolean true"), ('["/x"]', "an array"), ('{"a": 1}', "an object")],
+)
+def test_a_session_dir_setting_that_is_no_path_is_an_error_naming_the_settings_file(
+    root: Path, value: str, kind: str
+) -> None:
+    """pi's normalizePath throws on it (``normalized.startsWith is not a function``) and pi stops at
+    its start, in Node's words alone: it was taken as not set, and the default directory used."""
+    _settings(_global(root), '{"sessionDir": "/global"}')  # the project's value hides it
+    _settings(_project(root), f'{{"sessionDir": {value}}}')
+    with pytest.raises(ValueTypeError) as raised:
+        cli_session_dir(None, _env(root))
+    assert raised.value.message == f"{_project(root)}: sessionDir: must be a path (a string), not {kind}"
+    assert raised.value.name == "TypeError"
+
+
+@pytest.mark.parametrize(
+    ("value", "nodes_words"),
+    [
+        ("file://host/s", 'File URL host must be "localhost" or empty on linux'),
+        ("file:///a%2fb", "File URL path must not include encoded / characters"),
+        ("file:///a%zz", "URI malformed"),
+        ("file://[::1/s", "Invalid URL"),
+    ],
+)
+def test_a_file_url_node_refuses_in_the_settings_is_an_error_naming_the_settings_file(
+    root: Path, value: str, nodes_words: str
+) -> None:
+    """pi stops at its start, whatever it was asked (nothing read or written yet), with Node's
+    words alone: which file holds the value? It was taken as not set, and the default used."""
+    _settings(_global(root), json.dumps({"sessionDir": value}))
+    with pytest.raises(FileUrlError) as raised:
+        cli_session_dir(None, _env(root))
+    assert raised.value.message == f"{_global(root)}: sessionDir: {nodes_words}"
+    _settings(_project(root), json.dumps({"sessionDir": value}))  # the project's, over it
+    with pytest.raises(FileUrlError) as raised:
+        cli_session_dir(None, _env(root))
+    assert raised.value.message == f"{_project(root)}: sessionDir: {nodes_words}"
+    # a flag or the variable comes first, as in pi: the setting is not read
+    assert cli_session_dir("/flag", _env(root)) == "/flag"
+    assert cli_session_dir(None, _env(root, "/variable")) == "/variable"
 
 
 @pytest.mark.parametrize("value", ["/s\\u0000x", "file:///s%00x", "~/s\\u0000x"])
@@ -234,6 +266,19 @@ def test_list_finds_nothing_where_a_nul_byte_setting_points(
     assert "no sessions in " + str(root / "custom") + "\\x00" in capsys.readouterr().err
     assert main(["check", "--no-index"]) == 0  # nothing there to check, as for a missing directory
     assert str(root / "custom") + "\\x00: no such directory" in capsys.readouterr().err
+
+
+def test_list_and_check_stop_on_a_session_dir_setting_pi_stops_on_naming_its_file(
+    project: Path, root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _session(root / "agent" / "sessions" / "--w--" / "a.jsonl", "s-a", "/w")  # the default's: not looked at
+    _settings(_project(root), json.dumps({"sessionDir": "file://host/s"}))
+    said = f'{_project(root)}: sessionDir: File URL host must be "localhost" or empty on linux\n'
+    for command in (["list"], ["list", "--all", "--json"], ["check", "--no-index"]):
+        assert main(command) == 2, command
+        captured = capsys.readouterr()
+        assert (captured.out, captured.err) == ("", f"pi-session {command[0]}: {said}"), command
+    assert main(["list", "--session-dir", str(root / "custom")]) == 0  # the flag first: not read
 
 
 @pytest.mark.parametrize(

@@ -565,6 +565,17 @@ def test_a_test_cited_that_is_gone_is_found() -> None:
     assert missing_tests(text, tests) == ["test_a.py::test_two", "test_c.py: no such test file"]
 
 
+# the project's own issue numbers ("issue 20, 4"): a reader cannot look them up
+INTERNAL_ISSUE = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("path", [*USER_PAGES, *LINKED_PAGES, ROOT / "bench" / "RESULTS.md"], ids=page_id)
+def test_no_page_cites_an_issue_number_a_reader_cannot_see(path: Path) -> None:
+    """A page says the thing itself (a goal, a reason), not the issue it came from."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    assert [f"{n}: {line}" for n, line in enumerate(lines, 1) if INTERNAL_ISSUE.search(line)] == []
+
+
 def test_every_deviation_named_is_in_the_deviations_page() -> None:
     listed = set(re.findall(r"^\| (D\d+) \|", PAGES[ROOT / "docs" / "DEVIATIONS.md"].text, re.M))
     assert listed, "DEVIATIONS.md lists no deviation any more"

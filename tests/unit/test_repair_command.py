@@ -106,22 +106,45 @@ def test_output_gets_the_repaired_session_and_the_original_is_untouched(glued: P
 
 
 def test_an_existing_output_is_not_overwritten_unless_forced(glued: Path) -> None:
+    """Refused before anything is said: the repairs were listed first, as if about to be made."""
     out = glued.parent / "fixed.jsonl"
     out.write_bytes(b"keep me")
     done = cli(glued, "-o", out)
-    assert done.returncode == 2
-    assert (
-        done.stderr
-        == f"pi-session repair: {out}: it exists (--force overwrites it); nothing was written to {out}\n"
-    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"pi-session repair: {out}: it exists (--force overwrites it)\n"
     assert out.read_bytes() == b"keep me"
     assert cli(glued, "-o", out, "--force").returncode == ERRORS_LEFT and out.read_bytes() == SPLIT
 
 
-def test_the_file_itself_is_never_an_output(glued: Path) -> None:
-    done = cli(glued, "-o", glued, "--force")
-    assert done.returncode == 2 and "use --in-place" in done.stderr
+@pytest.mark.parametrize("force", [False, True])
+def test_the_file_itself_is_never_an_output(glued: Path, force: bool) -> None:
+    """Said first and alone, with or without --force (without, it was told to give --force)."""
+    done = cli(glued, "-o", glued, *(["--force"] if force else []))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"pi-session repair: {glued}: is the file being repaired: use --in-place\n"
     assert glued.read_bytes() == GLUED
+
+
+def test_an_output_that_cannot_be_made_is_refused_before_the_repairs_are_listed(glued: Path) -> None:
+    """A directory as OUT (which --force does not replace either), a directory of OUT that is not
+    there: said first and alone."""
+    directory = glued.parent / "kept"
+    directory.mkdir()
+    for args, said in [
+        (["-o", directory], f"{directory}: is a directory: --output names the session file to write"),
+        (
+            ["-o", directory, "--force"],
+            f"{directory}: is a directory: --output names the session file to write",
+        ),
+        (
+            ["-o", directory / "no" / "s.jsonl"],
+            f"{directory / 'no' / 's.jsonl'}: there is no directory {directory / 'no'} to make it in",
+        ),
+    ]:
+        done = cli(glued, *args)
+        assert (done.returncode, done.stdout, done.stderr) == (2, "", f"pi-session repair: {said}\n"), args
+    assert sorted(p.name for p in glued.parent.iterdir()) == ["kept", "s.jsonl"]
+    assert list(directory.iterdir()) == []
 
 
 def test_output_to_stdout_reports_on_stderr(glued: Path) -> None:
@@ -843,9 +866,14 @@ def test_the_help_names_each_code_whole_however_it_is_wrapped() -> None:
 def test_a_fifo_as_output_is_refused_not_waited_on(glued: Path) -> None:
     fifo = glued.parent / "out.fifo"
     os.mkfifo(fifo)
-    done = cli(glued, "-o", fifo, "--force")
-    assert done.returncode == 2
-    assert f"{fifo}: is a FIFO" in done.stderr and "-o -" in done.stderr
+    for force in ([], ["--force"]):
+        done = cli(glued, "-o", fifo, *force)
+        assert (done.returncode, done.stdout) == (2, "")
+        # what --output writes, and how to send the session to the FIFO
+        assert done.stderr == (
+            f"pi-session repair: {fifo}: is a FIFO: --output makes a new session file (or with --force "
+            "replaces a regular one); to send the session to the FIFO, give `-o -` and redirect stdout to it\n"
+        )
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
@@ -881,17 +909,6 @@ def test_an_output_that_cannot_be_written_whole_keeps_what_it_held(
     assert sorted(p.name for p in glued.parent.iterdir()) == ["fixed.jsonl", "s.jsonl"]
     err = capsys.readouterr().err
     assert "No space left on device" in err and f"nothing was written to {out}" in err
-
-
-def test_a_directory_as_output_is_named_as_what_failed(glued: Path) -> None:
-    out = glued.parent / "dir"
-    out.mkdir()
-    done = cli(glued, "-o", out, "--force")
-    assert done.returncode == 2
-    assert (
-        done.stderr.splitlines()[-1]
-        == f"pi-session repair: {out}: Is a directory; nothing was written to {out}"
-    )
 
 
 def test_a_later_round_that_fails_says_the_earlier_rounds_were_written(

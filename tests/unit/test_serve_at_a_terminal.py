@@ -50,3 +50,25 @@ def test_serve_started_by_a_client_says_nothing(tmp_path: Path) -> None:
     )
     assert TYPED_AT_A_TERMINAL.encode() not in done.stderr
     assert done.stdout == b""
+
+
+def test_a_log_file_that_cannot_be_written_is_said_alone_at_a_terminal(tmp_path: Path) -> None:
+    """It said it was waiting for a client, then that it could not write its log, and stopped."""
+    controller, terminal = pty.openpty()
+    log = tmp_path / "logs"
+    log.mkdir()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pi_session_server", "serve", "--log-file", str(log)],
+            stdin=terminal,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            env={**os.environ, "PI_SESSION_INDEX_DIR": str(tmp_path / "index")},
+        )
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"pi-session serve: {log}: Is a directory\n"

@@ -28,10 +28,12 @@ export interface OpenParams {
    * (`--session-dir` aside): PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the
    * server's), else the `sessionDir` setting of the agent directory and of the working directory's
    * project (the request's `environment`), else SessionManager's default, as pi --resume, --session
-   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
-   * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
-   * byte, the listings and pi/findById find nothing and the other methods use the default. Default
-   * false: SessionManager's default.
+   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A choice pi stops on at
+   * its start (a file URL Node refuses; for the setting, a value that is not a string too) fails
+   * the request with Node's error (data.name, data.code), its message naming the variable or the
+   * settings file that holds it. A setting holding a NUL byte (docs/DEVIATIONS.md D25): the
+   * listings and pi/findById find nothing and the other methods use the default. Default false:
+   * SessionManager's default.
    */
   cliSessionDir?: boolean;
   cwdOverride?: string;
@@ -76,10 +78,12 @@ export interface CreateParams {
    * (`--session-dir` aside): PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the
    * server's), else the `sessionDir` setting of the agent directory and of the working directory's
    * project (the request's `environment`), else SessionManager's default, as pi --resume, --session
-   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
-   * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
-   * byte, the listings and pi/findById find nothing and the other methods use the default. Default
-   * false: SessionManager's default.
+   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A choice pi stops on at
+   * its start (a file URL Node refuses; for the setting, a value that is not a string too) fails
+   * the request with Node's error (data.name, data.code), its message naming the variable or the
+   * settings file that holds it. A setting holding a NUL byte (docs/DEVIATIONS.md D25): the
+   * listings and pi/findById find nothing and the other methods use the default. Default false:
+   * SessionManager's default.
    */
   cliSessionDir?: boolean;
   options?: SessionOptions;
@@ -116,10 +120,12 @@ export interface ContinueRecentParams {
    * (`--session-dir` aside): PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the
    * server's), else the `sessionDir` setting of the agent directory and of the working directory's
    * project (the request's `environment`), else SessionManager's default, as pi --resume, --session
-   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
-   * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
-   * byte, the listings and pi/findById find nothing and the other methods use the default. Default
-   * false: SessionManager's default.
+   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A choice pi stops on at
+   * its start (a file URL Node refuses; for the setting, a value that is not a string too) fails
+   * the request with Node's error (data.name, data.code), its message naming the variable or the
+   * settings file that holds it. A setting holding a NUL byte (docs/DEVIATIONS.md D25): the
+   * listings and pi/findById find nothing and the other methods use the default. Default false:
+   * SessionManager's default.
    */
   cliSessionDir?: boolean;
 }
@@ -174,10 +180,12 @@ export interface ForkFromParams {
    * (`--session-dir` aside): PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the
    * server's), else the `sessionDir` setting of the agent directory and of the working directory's
    * project (the request's `environment`), else SessionManager's default, as pi --resume, --session
-   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
-   * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
-   * byte, the listings and pi/findById find nothing and the other methods use the default. Default
-   * false: SessionManager's default.
+   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A choice pi stops on at
+   * its start (a file URL Node refuses; for the setting, a value that is not a string too) fails
+   * the request with Node's error (data.name, data.code), its message naming the variable or the
+   * settings file that holds it. A setting holding a NUL byte (docs/DEVIATIONS.md D25): the
+   * listings and pi/findById find nothing and the other methods use the default. Default false:
+   * SessionManager's default.
    */
   cliSessionDir?: boolean;
   options?: SessionOptions;
@@ -240,10 +248,12 @@ export interface ListParams {
    * (`--session-dir` aside): PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the
    * server's), else the `sessionDir` setting of the agent directory and of the working directory's
    * project (the request's `environment`), else SessionManager's default, as pi --resume, --session
-   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
-   * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
-   * byte, the listings and pi/findById find nothing and the other methods use the default. Default
-   * false: SessionManager's default.
+   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A choice pi stops on at
+   * its start (a file URL Node refuses; for the setting, a value that is not a string too) fails
+   * the request with Node's error (data.name, data.code), its message naming the variable or the
+   * settings file that holds it. A setting holding a NUL byte (docs/DEVIATIONS.md D25): the
+   * listings and pi/findById find nothing and the other methods use the default. Default false:
+   * SessionManager's default.
    */
   cliSessionDir?: boolean;
   /**
@@ -299,10 +309,12 @@ export interface ListAllParams {
    * (`--session-dir` aside): PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the
    * server's), else the `sessionDir` setting of the agent directory and of the working directory's
    * project (the request's `environment`), else SessionManager's default, as pi --resume, --session
-   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
-   * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
-   * byte, the listings and pi/findById find nothing and the other methods use the default. Default
-   * false: SessionManager's default.
+   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A choice pi stops on at
+   * its start (a file URL Node refuses; for the setting, a value that is not a string too) fails
+   * the request with Node's error (data.name, data.code), its message naming the variable or the
+   * settings file that holds it. A setting holding a NUL byte (docs/DEVIATIONS.md D25): the
+   * listings and pi/findById find nothing and the other methods use the default. Default false:
+   * SessionManager's default.
    */
   cliSessionDir?: boolean;
   /**
@@ -359,10 +371,12 @@ export interface FindByIdParams {
    * (`--session-dir` aside): PI_CODING_AGENT_SESSION_DIR (`environment.sessionDir`, else the
    * server's), else the `sessionDir` setting of the agent directory and of the working directory's
    * project (the request's `environment`), else SessionManager's default, as pi --resume, --session
-   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A setting pi cannot use
-   * (docs/DEVIATIONS.md D25): not a string or a file URL Node refuses, the default; holding a NUL
-   * byte, the listings and pi/findById find nothing and the other methods use the default. Default
-   * false: SessionManager's default.
+   * and --continue find them and pi makes a new one (docs/FORMAT.md §3.1). A choice pi stops on at
+   * its start (a file URL Node refuses; for the setting, a value that is not a string too) fails
+   * the request with Node's error (data.name, data.code), its message naming the variable or the
+   * settings file that holds it. A setting holding a NUL byte (docs/DEVIATIONS.md D25): the
+   * listings and pi/findById find nothing and the other methods use the default. Default false:
+   * SessionManager's default.
    */
   cliSessionDir?: boolean;
 }
