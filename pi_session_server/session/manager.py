@@ -458,12 +458,19 @@ class SessionManager:
                 }
             )
             storage.create_exclusive(new_file, header, fsync=fsync, env=env)
+            made = os.stat(env.on_disk(new_file))
             try:
-                _append_values(new_file, _fork_source_values(fd, source, peek), fsync, env)
-            except LaterValueNeeded:
-                # (a version 1 source pi did not write: the lines written so far are taken back)
-                os.truncate(env.on_disk(new_file), len(header))
-                _append_values(new_file, _fork_source_values(fd, source, peek, held=True), fsync, env)
+                try:
+                    _append_values(new_file, _fork_source_values(fd, source, peek), fsync, env)
+                except LaterValueNeeded:
+                    # (a version 1 source pi did not write: the lines written so far are taken back)
+                    os.truncate(env.on_disk(new_file), len(header))
+                    _append_values(new_file, _fork_source_values(fd, source, peek, held=True), fsync, env)
+            except BaseException:
+                # the source is read as the fork is written: a fork that fails (the source cannot
+                # be read on, the disk is full, Ctrl-C) leaves no part of itself to be taken for a session
+                _remove_if_still(env.on_disk(new_file), made)
+                raise
         finally:
             if fd is not None:
                 os.close(fd)
@@ -2192,6 +2199,14 @@ def _fork_source_values(fd: int, source: str, peek: Any, held: bool = False) -> 
             migration.migrate(value)
             if isinstance(value, dict):
                 yield value
+
+
+def _remove_if_still(path: str, made: os.stat_result) -> None:
+    """Remove the file at ``path`` if it is still the one ``made`` describes (not one another
+    program put there since); never an error."""
+    with contextlib.suppress(OSError):
+        if os.path.samestat(os.stat(path), made):
+            os.unlink(path)
 
 
 def _append_values(path: str, values: Iterable[Any], fsync: bool, env: Environment) -> None:

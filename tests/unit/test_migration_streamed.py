@@ -6,6 +6,7 @@ one, write the migration as they read the file."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -632,3 +633,82 @@ def test_a_fork_ends_its_sources_last_line_before_it_refuses_an_id(tmp_path: Pat
     with pytest.raises(InvalidSessionIdError):
         SessionManager.fork_from(str(source), "/t", str(tmp_path / "forks"), {"id": "-bad-"})
     assert source.read_bytes().endswith(b"}\n")
+
+
+def _a_source_read_that_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The source's values fail to be read on (an I/O error) after a few were written."""
+    from pi_session_server.session import manager as manager_module
+
+    read_values = manager_module.iter_kept_values
+
+    def failing(fd: int) -> Any:
+        for count, value in enumerate(read_values(fd)):
+            if count == 5:
+                raise OSError(errno.EIO, "Input/output error")
+            yield value
+
+    monkeypatch.setattr(manager_module, "iter_kept_values", failing)
+
+
+def _a_disk_that_fills(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fork's second batch of lines finds the disk full."""
+    from pi_session_server.session import storage
+
+    append_lines = storage.append_lines
+    calls = []
+
+    def filling(*args: Any, **kwargs: Any) -> None:
+        calls.append(args)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        append_lines(*args, **kwargs)
+
+    monkeypatch.setattr(storage, "append_lines", filling)
+
+
+@pytest.mark.parametrize("make", [_version_1, _version_2], ids=["v1", "v2"])
+@pytest.mark.parametrize("failure", [_a_source_read_that_fails, _a_disk_that_fills], ids=["read", "full"])
+def test_a_fork_that_fails_while_it_is_written_leaves_no_part_of_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Any, failure: Any
+) -> None:
+    """A fork whose source cannot be read on, or whose lines cannot all be written, raises and
+    leaves no file in the sessions' directory: a part of the source's entries under a valid header
+    would be listed as a session of its own. The source is left as it was."""
+    from pi_session_server.session import manager as manager_module
+
+    source = make(tmp_path)
+    before = source.read_bytes()
+    monkeypatch.setattr(manager_module, "_FORK_BATCH", 1)  # each line appended as it is made
+    failure(monkeypatch)
+    forks = tmp_path / "forks"
+    with pytest.raises(OSError):
+        SessionManager.fork_from(str(source), "/t", str(forks), {"id": "f1"})
+    assert list(forks.iterdir()) == []
+    assert source.read_bytes() == before
+
+
+def test_a_failed_fork_leaves_a_file_another_program_put_at_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What is removed is the fork's own file: one put at its name meanwhile stays."""
+    from pi_session_server.session import manager as manager_module
+
+    source = _version_2(tmp_path)
+    monkeypatch.setattr(manager_module, "_FORK_BATCH", 1)
+    read_values = manager_module.iter_kept_values
+    forks = tmp_path / "forks"
+
+    def replaced_then_failing(fd: int) -> Any:
+        for count, value in enumerate(read_values(fd)):
+            if count == 5:
+                (fork,) = forks.iterdir()
+                other = forks / "other"
+                other.write_bytes(b"another program's\n")
+                os.replace(other, fork)
+                raise OSError(errno.EIO, "Input/output error")
+            yield value
+
+    monkeypatch.setattr(manager_module, "iter_kept_values", replaced_then_failing)
+    with pytest.raises(OSError):
+        SessionManager.fork_from(str(source), "/t", str(forks), {"id": "f1"})
+    assert [p.read_bytes() for p in forks.iterdir()] == [b"another program's\n"]
