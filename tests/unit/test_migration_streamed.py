@@ -226,35 +226,6 @@ def test_a_writable_open_of_a_version_2_file_reads_its_entries_from_the_file_it_
     assert opened.get_session_id() == "s" and not opened.problems
 
 
-def test_the_problems_of_a_migrated_file_are_where_its_lines_are_now(tmp_path: Path) -> None:
-    """The lines that are no entries are reported with their place in the file written (the blank
-    lines it drops moved them), not in the file as it was."""
-    path = tmp_path / "s.jsonl"
-    data = _version_2(tmp_path).read_bytes().split(b"\n")
-    path.write_bytes(b"\n".join([data[0], b"", *data[1:5], b"not json {", b"", b"42", b"null", *data[5:]]))
-    opened = SessionManager.open(str(path), index=False)
-    written = path.read_bytes()
-    lines = written.split(b"\n")
-    assert [(p.line, p.kind) for p in opened.problems] == [(5, "malformed"), (6, "non_object"), (7, "falsy")]
-    assert all(written[p.offset : p.offset + p.length] == lines[p.line] for p in opened.problems)
-    assert b"\n\n" not in written
-
-
-@pytest.mark.parametrize("line", [0, 1, 2], ids=["header", "hook-message", "user-message"])
-def test_a_number_written_otherwise_keeps_the_value_pi_holds(tmp_path: Path, line: int) -> None:
-    """1e400 is Infinity to pi, which its migration writes null: read back from the file, the
-    entry would hold null where pi holds Infinity. Such a file's values are held, as before."""
-    path = _version_2(tmp_path)
-    data = path.read_bytes().split(b"\n")
-    data[line] = data[line].replace(b'"timestamp":', b'"n":1e400,"timestamp":', 1)
-    path.write_bytes(b"\n".join(data))
-    opened, viewed = _opened_both_ways(path, tmp_path)
-    assert b'"n":null' in path.read_bytes()
-    values = [opened.get_header(), *(e.value for e in opened.get_entries())]
-    assert values[line]["n"] == float("inf")
-    assert values == [viewed.get_header(), *(e.value for e in viewed.get_entries())]
-
-
 def test_a_version_that_is_not_a_number_is_rewritten_at_each_open_as_pi_does(tmp_path: Path) -> None:
     """(Its migration changes nothing and leaves no current file: it is not read back as one.)"""
     path = _version_2(tmp_path)
@@ -265,20 +236,12 @@ def test_a_version_that_is_not_a_number_is_rewritten_at_each_open_as_pi_does(tmp
         assert len(opened.get_entries()) == 50 and b"hookMessage" in path.read_bytes()
 
 
-def test_a_line_appended_while_a_version_2_file_is_migrated_is_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """pi appends to the file while the migration writes its new one: the file changed under the
-    migration, which reads it again; the appended entry is in the session and in the file."""
+def _appended_before_the_rename(monkeypatch: pytest.MonkeyPatch, path: Path, late: dict[str, Any]) -> None:
+    """pi appends ``late`` to ``path`` while the migration writes its new file, just before the
+    rename (once)."""
     from pi_session_server.session.rewrites import LockedFile
 
-    path = _version_2(tmp_path)
     replace = LockedFile.replace
-    appended = {"type": "message", "id": "late", "parentId": "e49", "timestamp": "2025-01-01T00:00:02.000Z"}
-    late = {
-        **appended,
-        "message": {"role": "hookMessage", "customType": "h", "content": "z", "display": True},
-    }
 
     def replace_after_an_append(self: LockedFile, chunks: Any, *args: Any, **kwargs: Any) -> Any:
         monkeypatch.setattr(LockedFile, "replace", replace)  # once
@@ -287,24 +250,15 @@ def test_a_line_appended_while_a_version_2_file_is_migrated_is_kept(
         return replace(self, chunks, *args, **kwargs)
 
     monkeypatch.setattr(LockedFile, "replace", replace_after_an_append)
-    opened = SessionManager.open(str(path), index=False)
-    assert [e.id for e in opened.get_entries()][-2:] == ["e49", "late"]
-    assert opened.get_entry("late")["message"]["role"] == "custom"
-    assert path.read_bytes().endswith(
-        json.dumps(late, separators=(",", ":")).replace("hookMessage", "custom").encode() + b"\n"
-    )
 
 
-def test_pi_rewriting_a_version_2_file_right_after_its_migration_is_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A pi that read the file just before the migration's rename rewrites it in place a moment
-    later, with what it appended: the open waits for that and reads pi's version."""
+def _rewritten_by_pi_after_the_rename(monkeypatch: pytest.MonkeyPatch, path: Path, copy: Path) -> bytes:
+    """A pi that read ``path`` just before the migration's rename rewrites it in place right after
+    (once), with its own migration of ``copy`` (the same file) and an entry it appended: its bytes."""
     from pi_session_server.session import manager as manager_module
 
-    path = _version_2(tmp_path)
     rewritten_after = manager_module.rewritten_after
-    pis = SessionManager.open(str(_version_2(tmp_path / "pi")), index=False)
+    pis = SessionManager.open(str(copy), index=False)
     pis.append_custom_entry("pi", {"n": 1})
     pis_version = Path(pis.get_session_file()).read_bytes()
 
@@ -316,21 +270,27 @@ def test_pi_rewriting_a_version_2_file_right_after_its_migration_is_read(
         return rewritten_after(*args)
 
     monkeypatch.setattr(manager_module, "rewritten_after", pi_rewrites_in_place)
-    opened = SessionManager.open(str(path), index=False)
-    assert path.read_bytes() == pis_version
-    assert opened.get_entries()[-1]["customType"] == "pi" and len(opened.get_entries()) == 51
+    return pis_version
 
 
-def test_a_session_migrated_a_line_at_a_time_is_followed_as_it_was_written(tmp_path: Path) -> None:
-    """What the open knows of the file is the file it wrote: nothing changed since, and an entry
-    appended goes after the migrated lines."""
+def test_a_line_appended_while_a_version_2_file_is_migrated_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pi appends to the file while the migration writes its new one: the file changed under the
+    migration, which reads it again; the appended entry is in the session and in the file."""
     path = _version_2(tmp_path)
+    appended = {"type": "message", "id": "late", "parentId": "e49", "timestamp": "2025-01-01T00:00:02.000Z"}
+    late = {
+        **appended,
+        "message": {"role": "hookMessage", "customType": "h", "content": "z", "display": True},
+    }
+    _appended_before_the_rename(monkeypatch, path, late)
     opened = SessionManager.open(str(path), index=False)
-    assert opened.refresh_from_disk().kind == "unchanged"
-    new_id = opened.append_custom_entry("after", {"n": 1})
-    again = SessionManager.open(str(path), read_only=True)
-    assert [e.id for e in again.get_entries()] == [*(f"e{n}" for n in range(50)), new_id]
-    assert again.get_entry(new_id)["parentId"] == "e49"
+    assert [e.id for e in opened.get_entries()][-2:] == ["e49", "late"]
+    assert opened.get_entry("late")["message"]["role"] == "custom"
+    assert path.read_bytes().endswith(
+        json.dumps(late, separators=(",", ":")).replace("hookMessage", "custom").encode() + b"\n"
+    )
 
 
 # -- the writable open of a version 1 file: streamed too, holding only the ids its entries got ------
@@ -484,9 +444,16 @@ def test_a_version_1_file_whose_migration_needs_a_later_value_is_migrated_holdin
     assert len(set(ids)) == len(ids) == 44
 
 
-def test_the_problems_of_a_migrated_version_1_file_are_where_its_lines_are_now(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("make", "more"), [(_version_1, [(44, "non_object")]), (_version_2, [])], ids=["v1", "v2"]
+)
+def test_the_problems_of_a_migrated_file_are_where_its_lines_are_now(
+    tmp_path: Path, make: Any, more: list[tuple[int, str]]
+) -> None:
+    """The lines that are no entries are reported with their place in the file written (the blank
+    lines it drops moved them), not in the file as it was (``more``: the file's own)."""
     path = tmp_path / "s.jsonl"
-    data = _version_1(tmp_path).read_bytes().split(b"\n")
+    data = make(tmp_path).read_bytes().split(b"\n")
     path.write_bytes(b"\n".join([data[0], b"", *data[1:5], b"not json {", b"", b"42", b"null", *data[5:]]))
     opened = SessionManager.open(str(path), index=False)
     written = path.read_bytes()
@@ -495,16 +462,21 @@ def test_the_problems_of_a_migrated_version_1_file_are_where_its_lines_are_now(t
         (5, "malformed"),
         (6, "non_object"),
         (7, "falsy"),
-        (44, "non_object"),
+        *more,
     ]
     assert all(written[p.offset : p.offset + p.length] == lines[p.line] for p in opened.problems)
+    assert b"\n\n" not in written
 
 
-@pytest.mark.parametrize("line", [0, 1, 42], ids=["header", "message", "compaction"])
-def test_a_number_written_otherwise_in_a_version_1_file_keeps_the_value_pi_holds(
-    tmp_path: Path, line: int
-) -> None:
-    path = _version_1(tmp_path)
+@pytest.mark.parametrize(
+    ("make", "line"),
+    [(_version_2, 0), (_version_2, 1), (_version_2, 2), (_version_1, 0), (_version_1, 1), (_version_1, 42)],
+    ids=["v2-header", "v2-hook-message", "v2-user-message", "v1-header", "v1-message", "v1-compaction"],
+)
+def test_a_number_written_otherwise_keeps_the_value_pi_holds(tmp_path: Path, make: Any, line: int) -> None:
+    """1e400 is Infinity to pi, which its migration writes null: read back from the file, the
+    entry would hold null where pi holds Infinity. Such a file's values are held, as before."""
+    path = make(tmp_path)
     data = path.read_bytes().split(b"\n")
     data[line] = data[line].replace(b'"timestamp":', b'"n":1e400,"timestamp":', 1)
     path.write_bytes(b"\n".join(data))
@@ -520,19 +492,9 @@ def test_a_line_appended_while_a_version_1_file_is_migrated_is_kept(
 ) -> None:
     """pi appends to the file while the migration writes its new one: the migration reads the file
     again; the appended entry gets its id and parent from the file as it is now."""
-    from pi_session_server.session.rewrites import LockedFile
-
     path = _version_1(tmp_path)
-    replace = LockedFile.replace
     late = {"type": "message", "timestamp": "t", "message": {"role": "hookMessage", "content": "z"}}
-
-    def replace_after_an_append(self: LockedFile, chunks: Any, *args: Any, **kwargs: Any) -> Any:
-        monkeypatch.setattr(LockedFile, "replace", replace)  # once
-        with path.open("ab") as file:
-            file.write(json.dumps(late).encode() + b"\n")
-        return replace(self, chunks, *args, **kwargs)
-
-    monkeypatch.setattr(LockedFile, "replace", replace_after_an_append)
+    _appended_before_the_rename(monkeypatch, path, late)
     opened = SessionManager.open(str(path), index=False)
     entries = opened.get_entries()
     assert len(entries) == 42 and entries[-1]["message"] == {"role": "custom", "content": "z"}
@@ -541,32 +503,24 @@ def test_a_line_appended_while_a_version_1_file_is_migrated_is_kept(
     assert [e.value for e in viewed.get_entries()] == [e.value for e in entries]
 
 
-def test_pi_rewriting_a_version_1_file_right_after_its_migration_is_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("make", "count"), [(_version_1, 42), (_version_2, 51)], ids=["v1", "v2"])
+def test_pi_rewriting_an_old_file_right_after_its_migration_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Any, count: int
 ) -> None:
-    from pi_session_server.session import manager as manager_module
-
-    path = _version_1(tmp_path)
-    rewritten_after = manager_module.rewritten_after
-    pis = SessionManager.open(str(_version_1(tmp_path / "pi")), index=False)
-    pis.append_custom_entry("pi", {"n": 1})
-    pis_version = Path(pis.get_session_file()).read_bytes()
-
-    def pi_rewrites_in_place(*args: Any) -> bool:
-        monkeypatch.setattr(manager_module, "rewritten_after", rewritten_after)  # once
-        with path.open("r+b") as file:
-            file.truncate(0)
-            file.write(pis_version)
-        return rewritten_after(*args)
-
-    monkeypatch.setattr(manager_module, "rewritten_after", pi_rewrites_in_place)
+    """A pi that read the file just before the migration's rename rewrites it in place a moment
+    later, with what it appended: the open waits for that and reads pi's version."""
+    path = make(tmp_path)
+    pis_version = _rewritten_by_pi_after_the_rename(monkeypatch, path, make(tmp_path / "pi"))
     opened = SessionManager.open(str(path), index=False)
     assert path.read_bytes() == pis_version
-    assert opened.get_entries()[-1]["customType"] == "pi" and len(opened.get_entries()) == 42
+    assert opened.get_entries()[-1]["customType"] == "pi" and len(opened.get_entries()) == count
 
 
-def test_a_version_1_session_migrated_a_line_at_a_time_is_followed_as_it_was_written(tmp_path: Path) -> None:
-    path = _version_1(tmp_path)
+@pytest.mark.parametrize("make", [_version_1, _version_2], ids=["v1", "v2"])
+def test_a_session_migrated_a_line_at_a_time_is_followed_as_it_was_written(tmp_path: Path, make: Any) -> None:
+    """What the open knows of the file is the file it wrote: nothing changed since, and an entry
+    appended goes after the migrated lines."""
+    path = make(tmp_path)
     opened = SessionManager.open(str(path), index=False)
     assert opened.refresh_from_disk().kind == "unchanged"
     ids = [e.id for e in opened.get_entries()]
