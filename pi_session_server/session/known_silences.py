@@ -1,5 +1,5 @@
 """Whether assistant messages are silent turns, as a session's preview cache learnt them (see
-``describe.PreviewCache.silent_turn``), held no longer than the session holds the messages.
+``preview_cache.PreviewCache.silent_turn``), held no longer than the session holds the messages.
 
 The filters ask it of every assistant message a walk passes: on a big session that is hundreds of
 thousands of them. Those of the session's file, once many were read, are kept one byte each beside
