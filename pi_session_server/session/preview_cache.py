@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from array import array
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from operator import attrgetter, is_
@@ -31,14 +30,13 @@ from .entry_facts import (
     assistant_facts,
     assistants_among,
     in_one_pass,
-    is_assistant,
     is_silent_decoded_turn,
     made_from_line,
     part_and_facts,
     usual_part_and_facts,
 )
 from .fields import field
-from .known_silences import FileOrder, KnownSilences
+from .known_silences import FileOrder, KnownSilences, assistants_and_next_entries
 from .preview_pass import MIN_BATCH, silences
 from .profiles import Profile
 from .tool_call_text import ToolCalls, home_directory
@@ -408,10 +406,10 @@ class PreviewCache:
         if order is None:
             assert self.entries is not None
             of_file = (e for e in self.entries() if type(e) is Entry and e._source is source)
-            found = _assistants_and_next_entries(of_file)  # (in file order as a rule: no list of all)
+            found = assistants_and_next_entries(of_file)  # (in file order as a rule: no list of all)
             if found is None:
                 of_file = (e for e in self.entries() if type(e) is Entry and e._source is source)
-                found = _assistants_and_next_entries(sorted(of_file, key=_offset))
+                found = assistants_and_next_entries(sorted(of_file, key=_offset))
             assert found is not None
             order = self._silences.take_order(source, *found)
         return order
@@ -815,28 +813,3 @@ class _OneWalk:
         if type(part) is str and len(part) > self.longest:
             part = part[: self.longest]
         return part, None
-
-
-def _assistants_and_next_entries(
-    entries: Iterable[Entry],
-) -> tuple[list[Entry], array[int], array[int]] | None:
-    """The assistant messages among ``entries`` (of one file), their offsets, and where the next
-    entry starts after each (0: not known, the last); None if ``entries`` are not in file order."""
-    listed: list[Entry] = []
-    starts, ends = array("q"), array("q")
-    last = -1
-    ending = False  # (the entry before was an assistant message: this one starts its end)
-    for e in entries:
-        offset = e.offset
-        if offset < last:
-            return None
-        if ending:
-            ends.append(offset if offset > last else 0)  # (0: two entries of one offset, no end known)
-        last = offset
-        ending = is_assistant(e)
-        if ending:
-            listed.append(e)
-            starts.append(offset)
-    if ending:
-        ends.append(0)
-    return listed, starts, ends

@@ -11,9 +11,7 @@ from typing import Any, Final
 from ..format.jstext import js_trim
 from ..format.jsvalue import ABSENT, truthy
 from .environment import Environment, process_home
-from .preview_pass import (
-    ToolArguments,
-)
+from .preview_pass import ToolArguments
 from .preview_text import js_str, utf16_longer, utf16_slice
 
 ToolCalls = dict[Any, tuple[Any, Any]]

@@ -21,7 +21,7 @@ from test_tree_view_keeping import _server_cache as server_tree_cache
 
 from pi_session_server.format.entry import Entry, LineBytes
 from pi_session_server.format.jsvalue import ABSENT
-from pi_session_server.session import SessionManager, entry_facts, preview_cache, preview_pass
+from pi_session_server.session import SessionManager, entry_facts, known_silences, preview_cache, preview_pass
 from pi_session_server.session.describe import is_silent_turn
 from pi_session_server.session.preview_cache import PreviewCache
 
@@ -417,12 +417,12 @@ def test_the_assistant_messages_of_a_file_are_listed_with_where_the_next_entry_s
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
         entries = list(manager.get_entries())
         assistants = _assistants(manager, from_file=True)
-        found = preview_cache._assistants_and_next_entries(entries)
+        found = known_silences.assistants_and_next_entries(entries)
         assert found is not None
         listed, starts, ends = found
         assert listed == assistants and list(starts) == [e.offset for e in assistants]
         assert list(ends) == _next_entries(manager, assistants) and ends[-1] == 0 and all(ends[:-1])
-        assert preview_cache._assistants_and_next_entries(entries[::-1]) is None
+        assert known_silences.assistants_and_next_entries(entries[::-1]) is None
         cache = PreviewCache(entries=lambda: entries[::-1], entry_count=manager.entry_count)
         order = cache._file_order(assistants[0])
         assert (order.listed, order.starts, order.ends) == (listed, starts, ends)
