@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         args.width = preview_width(columns)
         args.row_width = args.head_width = columns or None
     encoding, errors = output_encoding()
-    # the home directory (what tool calls' paths are shortened against: describe.home_directory), read
+    # the home directory (what tool calls' paths are shortened against: tool_call_text.home_directory), read
     # here without importing the library, which a kept view does not need
     key = (
         args.pi,

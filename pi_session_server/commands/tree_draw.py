@@ -20,7 +20,7 @@ from ..render.tree_text import NO_ENTRIES, tree_leaf_mark, tree_text_lines
 from ..render.written_text import written_width
 from ..session import SessionManager, cache_dir, view_store
 from ..session.cache_dir import Identity, SpooledParts
-from ..session.describe import PreviewCache
+from ..session.preview_cache import PreviewCache
 from ..session.profiles import profile_for
 from ..session.tree import TreeNode, expanded_once
 from ..session.tree_filter import filtered_roots, node_filter

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_session_server.session.describe import ToolCalls
+from pi_session_server.session.tool_call_text import ToolCalls
 from pi_session_server.session.tree import TreeRoots, expanded_once, grown_tree, shares_nodes
 
 from .tree_pages import FlatTreePages, entries_state

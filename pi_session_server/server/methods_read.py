@@ -20,8 +20,9 @@ from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsvalue import ABSENT, strict_equal
 from pi_session_server.session import cache_dir
 from pi_session_server.session.context import build_context_entries
-from pi_session_server.session.describe import PreviewCache, home_directory
+from pi_session_server.session.preview_cache import PreviewCache
 from pi_session_server.session.row_tree import RowTree, RowTreeOutgrown
+from pi_session_server.session.tool_call_text import home_directory
 from pi_session_server.session.tree import tree_to_json
 
 from . import params as P

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pi_session_server.format.gcpause import gc_paused
-from pi_session_server.session.describe import PreviewCache
+from pi_session_server.session.preview_cache import PreviewCache
 
 from .quiet_jobs import FINISH_SECONDS, QuietJobs
 from .workers import SerialQueue, WorkerPool, after_this_job, current_queue

@@ -13,8 +13,10 @@ from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT, index_key
 from pi_session_server.server.params import id_key
 from pi_session_server.server.tree_held import MOST_MOVED_ROWS
-from pi_session_server.session.describe import PreviewCache, ToolCalls, tool_calls_of
+from pi_session_server.session.entry_facts import tool_calls_of
 from pi_session_server.session.fields import role_of, type_of
+from pi_session_server.session.preview_cache import PreviewCache
+from pi_session_server.session.tool_call_text import ToolCalls
 from pi_session_server.session.tree import TreeRoots, label_target, shared_path_length
 from pi_session_server.session.tree_filter import node_filter
 

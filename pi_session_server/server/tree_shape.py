@@ -15,15 +15,12 @@ from msgspec import UNSET
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT, index_key, strict_equal, truthy
 from pi_session_server.server.params import id_key
-from pi_session_server.session.describe import (
-    PreviewCache,
-    ToolCalls,
-    collect_tool_calls,
-    preview_of,
-    tool_calls_of,
-)
+from pi_session_server.session.describe import preview_of
+from pi_session_server.session.entry_facts import collect_tool_calls, tool_calls_of
 from pi_session_server.session.entry_verdicts import EntryVerdicts
 from pi_session_server.session.fields import field, id_of, parent_of, role_of, type_of
+from pi_session_server.session.preview_cache import PreviewCache
+from pi_session_server.session.tool_call_text import ToolCalls
 from pi_session_server.session.tree import TreeRoots
 from pi_session_server.session.tree_filter import node_filter, shown_below
 

@@ -9,7 +9,8 @@ from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
-from pi_session_server.session.describe import ToolCalls, collect_tool_calls
+from pi_session_server.session.entry_facts import collect_tool_calls
+from pi_session_server.session.tool_call_text import ToolCalls
 from pi_session_server.session.tree import TreeRoots
 
 from .tree_window import walk_nodes

@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pi_session_server.format.jsvalue import ABSENT
-from pi_session_server.session.describe import PreviewCache, ToolCalls
+from pi_session_server.session.preview_cache import PreviewCache
+from pi_session_server.session.tool_call_text import ToolCalls
 
 from .tree_flat_form import FlatPage, FlatTree, encode_flat, window_tree
 from .tree_following import tree_shape

@@ -1,5 +1,5 @@
 """Whether assistant messages are silent turns, as a session's preview cache learnt them (see
-``describe.PreviewCache.silent_turn``), held no longer than the session holds the messages.
+``preview_cache.PreviewCache.silent_turn``), held no longer than the session holds the messages.
 
 The filters ask it of every assistant message a walk passes: on a big session that is hundreds of
 thousands of them. Those of the session's file, once many were read, are kept one byte each beside
@@ -19,6 +19,7 @@ from typing import Any, Final, NamedTuple
 
 from ..format.entry import Entry
 from ..format.scan import FileLineSource
+from .entry_facts import is_assistant
 
 # what one byte of FileOrder.states says of its message
 _NOT_KNOWN: Final = 0
@@ -51,6 +52,31 @@ class FileOrder(NamedTuple):
             return -1
         at = bisect_left(self.starts, entry.offset)
         return at if at < len(self.listed) and self.listed[at] is entry else -1
+
+
+def assistants_and_next_entries(
+    entries: Iterable[Entry],
+) -> tuple[list[Entry], array[int], array[int]] | None:
+    """The assistant messages among ``entries`` (of one file), their offsets, and where the next
+    entry starts after each (0: not known, the last); None if ``entries`` are not in file order."""
+    listed: list[Entry] = []
+    starts, ends = array("q"), array("q")
+    last = -1
+    ending = False  # (the entry before was an assistant message: this one starts its end)
+    for e in entries:
+        offset = e.offset
+        if offset < last:
+            return None
+        if ending:
+            ends.append(offset if offset > last else 0)  # (0: two entries of one offset, no end known)
+        last = offset
+        ending = is_assistant(e)
+        if ending:
+            listed.append(e)
+            starts.append(offset)
+    if ending:
+        ends.append(0)
+    return listed, starts, ends
 
 
 class KnownSilences:

@@ -6,10 +6,10 @@ reason, error, tool call id and name, bash command, and a few fields of other en
 each entry's body on its own costs a random read and a full decode of its line, images and tool
 outputs included. :func:`preview_values` reads the lines of many entries in file order, in large
 sequential reads, and decodes only those fields (:class:`PreviewLine`, msgspec skipping the rest),
-giving for each entry a value that holds them: ``describe`` computes the same previews from it as
+giving for each entry a value that holds them: ``entry_facts`` computes the same previews from it as
 from the entry's whole value. A message with one of the roles most entries have (user, assistant,
 tool result) is decoded with its content in one go (:class:`CommonLine`, a union tagged by the
-role) and given as its decoded fields (:class:`MessageFields`), which ``describe`` reads without
+role) and given as its decoded fields (:class:`MessageFields`), which ``entry_facts`` reads without
 building a dict per entry; any other line is decoded as :class:`PreviewLine` and given as a dict
 holding the fields its preview reads.
 
@@ -124,7 +124,7 @@ class CommonLine(PreviewLine):
 
 
 class ToolArguments(msgspec.Struct, gc=False, omit_defaults=True):
-    """The arguments pi's rendering of a call to one of its own tools shows (describe.format_tool_call),
+    """The arguments pi's rendering of a call to one of its own tools shows (tool_call_text.format_tool_call),
     held as they are decoded: a session's tree holds every call's until its results are drawn (a
     Struct is a third of a dict's size). ABSENT: the call has no such argument (left out where it
     is encoded, as the dict of its arguments would not hold it)."""

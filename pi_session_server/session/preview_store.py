@@ -1,6 +1,6 @@
 """The tree's previews of a session file, kept next to its persistent index.
 
-Previews (``describe.PreviewCache``) come from the bodies of every entry: reading them is most of
+Previews (``preview_cache.PreviewCache``) come from the bodies of every entry: reading them is most of
 what drawing a whole tree costs. What an entry's preview depends on alone (its preview part, and for
 an assistant message its tool calls and whether it is a silent turn) never changes while its line
 does not, so it is kept in the cache directory of the file's index (see scan_index), in a file named
@@ -661,7 +661,7 @@ class _ToStore(NamedTuple):
 
 
 class _SpooledResult:
-    """A spooled tool result's part, as ``tool_call_text`` reads it (see describe._ToolResult)."""
+    """A spooled tool result's part, as ``tool_call_text`` reads it (see describe.ToolResultPart)."""
 
     __slots__ = ("call_id", "memo", "name")
 

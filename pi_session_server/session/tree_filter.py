@@ -23,8 +23,10 @@ from typing import Any, Final
 from ..format.entry import Entry
 from ..format.jstext import JS_WHITESPACE
 from ..format.jsvalue import ABSENT, strict_equal, truthy
-from .describe import PreviewCache, _js_str, extract_content, is_silent_turn
+from .describe import extract_content, is_silent_turn
 from .fields import field, id_of, role_of, type_of
+from .preview_cache import PreviewCache
+from .preview_text import js_str
 from .tree import TreeNode
 
 #: the entry types pi's default mode hides (its ``isSettingsEntry``): pi 1.6.0's, and pi 0.86.1's,
@@ -57,31 +59,31 @@ def searchable_text(node: Any, context_edits: bool = True) -> str:
     entry = node.entry
     parts: list[str] = []
     if truthy(node.label):
-        parts.append(_js_str(node.label))
+        parts.append(js_str(node.label))
     etype = type_of(entry)
     if etype == "message":
         _message_text(entry, parts)
     elif etype == "custom_message":
-        parts.append(_js_str(field(entry, "customType")))
+        parts.append(js_str(field(entry, "customType")))
         content = field(entry, "content")
         parts.append(content if isinstance(content, str) else extract_content(content))
     elif etype == "compaction":
         parts.append("compaction")
     elif isinstance(etype, str) and etype in _WORD_AND_FIELD:
         word, key = _WORD_AND_FIELD[etype]
-        parts.extend([word, _js_str(field(entry, key))])
+        parts.extend([word, js_str(field(entry, key))])
     elif etype == "session_info":
         parts.append("title")
         if truthy(field(entry, "name")):
-            parts.append(_js_str(field(entry, "name")))
+            parts.append(js_str(field(entry, "name")))
     elif etype == "label":
         label = field(entry, "label")
-        parts.extend(["label", "" if label is ABSENT or label is None else _js_str(label)])
+        parts.extend(["label", "" if label is ABSENT or label is None else js_str(label)])
     elif (
         etype == "context_edit" and context_edits
     ):  # (pi 1.6.0's: `replacement === null` leaves its target out)
         omits = field(entry, "replacement") is None
-        parts.extend(["context edit", "omit" if omits else "replace", _js_str(field(entry, "targetId"))])
+        parts.extend(["context edit", "omit" if omits else "replace", js_str(field(entry, "targetId"))])
     return " ".join(parts)
 
 
@@ -97,12 +99,12 @@ _WORD_AND_FIELD: Final = {
 def _message_text(entry: Any, parts: list[str]) -> None:
     message = field(entry, "message")
     msg = message if isinstance(message, dict) else {}
-    parts.append(_js_str(msg.get("role", ABSENT)))
+    parts.append(js_str(msg.get("role", ABSENT)))
     content = msg.get("content", ABSENT)
     if truthy(content):
         parts.append(extract_content(content))
     if msg.get("role", ABSENT) == "bashExecution" and truthy(msg.get("command", ABSENT)):
-        parts.append(_js_str(msg.get("command")))
+        parts.append(js_str(msg.get("command")))
 
 
 def _silent_turn(entry: Any) -> bool:

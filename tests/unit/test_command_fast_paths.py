@@ -32,12 +32,16 @@ from pi_session_server.session import (
     SessionManager,
     cache_dir,
     describe,
+    entry_facts,
     loader,
+    preview_cache,
     preview_pass,
     preview_store,
     view_store,
 )
-from pi_session_server.session.describe import PreviewCache, collect_tool_calls, preview_of
+from pi_session_server.session.describe import preview_of
+from pi_session_server.session.entry_facts import collect_tool_calls
+from pi_session_server.session.preview_cache import PreviewCache
 
 DATA = Path(__file__).resolve().parents[1] / "reliability" / "data"
 ROOT = Path(__file__).resolve().parents[2]
@@ -372,7 +376,7 @@ def _previews_two_ways(path: Path, held: bool = False) -> tuple[list[Any], list[
         whole_calls: dict[Any, Any] = {}
         for entry in entries:  # pi's toolCallMap, from the whole values
             if entry.type == "message" and entry.role == "assistant":
-                whole_calls.update(describe.tool_calls_of(entry))
+                whole_calls.update(entry_facts.tool_calls_of(entry))
         whole = [preview_of(e, whole_calls) for e in entries]
         cache = PreviewCache()
         calls = cache.collect_tool_calls(entries)
@@ -396,7 +400,8 @@ def _read_from_the_file(entries: list[Any]) -> None:
 @pytest.fixture
 def every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any number of entries is read in one pass (not only many)."""
-    monkeypatch.setattr("pi_session_server.session.describe.MIN_BATCH", 1)
+    monkeypatch.setattr("pi_session_server.session.entry_facts.MIN_BATCH", 1)
+    monkeypatch.setattr("pi_session_server.session.preview_cache.MIN_BATCH", 1)
 
 
 @pytest.mark.parametrize("held", [False, True], ids=["read", "held"])
@@ -445,7 +450,7 @@ def test_lines_far_apart_are_read_alone_not_a_window_each(
         shown = partial(describe.finish_preview, tool_calls={}, home="/home/u")
         whole = {e: shown(describe.preview_part(e)) for e in far + close}
         passed = {**far_values, **close_values}
-        assert {e: shown(describe._part_and_facts(e, v)[0]) for e, v in passed.items()} == whole
+        assert {e: shown(entry_facts.part_and_facts(e, v)[0]) for e, v in passed.items()} == whole
 
 
 @settings(max_examples=40, deadline=None)
@@ -455,7 +460,8 @@ def test_previews_of_any_lines_from_one_pass(
 ):
     path = _write_session(tmp_path_factory.mktemp("previews") / "s.jsonl", picks)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("pi_session_server.session.describe.MIN_BATCH", 1)
+        mp.setattr("pi_session_server.session.entry_facts.MIN_BATCH", 1)
+        mp.setattr("pi_session_server.session.preview_cache.MIN_BATCH", 1)
         whole, passed = _previews_two_ways(path, held)
     assert passed == whole
 
@@ -482,8 +488,8 @@ def _previews_made_while_scanning(
         entries = sm.get_entries()
         assert any(type(e._body) is LineBytes for e in entries) == held
         given: list[Any] = []
-        real_values = describe.preview_values
-        monkeypatch.setattr(describe, "preview_values", lambda es: given.extend(es) or real_values(es))
+        real_values = entry_facts.preview_values
+        monkeypatch.setattr(entry_facts, "preview_values", lambda es: given.extend(es) or real_values(es))
         cache.prefetch(entries)
         calls = cache.collect_tool_calls(entries)
         preview = cache.previews()
@@ -492,7 +498,7 @@ def _previews_made_while_scanning(
         whole_calls: dict[Any, Any] = {}
         for entry in entries:  # pi's toolCallMap, from the whole values
             if entry.type == "message" and entry.role == "assistant":
-                whole_calls.update(describe.tool_calls_of(entry))
+                whole_calls.update(entry_facts.tool_calls_of(entry))
         whole = [preview_of(e, whole_calls) for e in entries]
         whole_silent = [
             PreviewCache().silent_turn(e) for e in entries if e.type == "message" and e.role == "assistant"
@@ -533,9 +539,9 @@ def test_a_messages_preview_is_made_from_the_head_the_scan_decoded(
     object, a number, a list holding a string), are decoded again (line_value)."""
     path = _write_session(tmp_path / "s.jsonl", [0, 11, 0, 12, 1, 11, 44, 7, 8, 15, 17, 9, 16, 21], repeat=5)
     decoded: list[bytes] = []
-    real_line_value = describe.line_value
+    real_line_value = entry_facts.line_value
     monkeypatch.setattr(
-        describe, "line_value", lambda line: decoded.append(bytes(line)) or real_line_value(line)
+        entry_facts, "line_value", lambda line: decoded.append(bytes(line)) or real_line_value(line)
     )
     whole, made, _ = _previews_made_while_scanning(path, monkeypatch, held=False)
     assert made == whole
@@ -568,7 +574,7 @@ def test_previews_made_while_scanning_are_listed_to_keep_only_where_they_can_be_
         entries = sm.get_entries()
     made = cache._scanned
     assert (made is not None) == indexed
-    assert made is None or made.entries == [e for e in entries if describe._cached(cache.parts, e)]
+    assert made is None or made.entries == [e for e in entries if preview_cache._cached(cache.parts, e)]
     assert cache._made == len(cache.parts) > 0
 
 
@@ -587,10 +593,10 @@ def test_tree_keeps_the_previews_it_made_while_scanning_with_the_index(
     assert "◀ leaf" in capsys.readouterr().out
     with SessionManager.open(str(path), read_only=True, index=str(tmp_path / "index")) as sm:
         entries = sm.get_entries()
-        monkeypatch.setattr(describe, "preview_values", lambda es: pytest.fail("read again"))
+        monkeypatch.setattr(entry_facts, "preview_values", lambda es: pytest.fail("read again"))
         cache = PreviewCache(keep_in_walk=False)
         cache.prefetch(entries)
-        assert all(describe._cached(cache.parts, e) is not None for e in entries)
+        assert all(preview_cache._cached(cache.parts, e) is not None for e in entries)
 
 
 def test_the_tool_calls_gathered_while_scanning_serve_the_walk_when_the_previews_are_kept_too(
@@ -614,7 +620,7 @@ def test_the_tool_calls_gathered_while_scanning_serve_the_walk_when_the_previews
         assert gathered is not None
         calls = cache.tool_calls_once(entries)
         assert calls is gathered[0] and calls
-        whole = describe.collect_tool_calls(entries)  # (arguments as dicts: rendered alike)
+        whole = entry_facts.collect_tool_calls(entries)  # (arguments as dicts: rendered alike)
         assert calls.keys() == whole.keys()
         for key, (name, arguments) in calls.items():
             assert name == whole[key][0]
@@ -1493,7 +1499,7 @@ def test_what_a_pass_made_for_other_entries_is_not_kept_for_these(
         entries = sm.get_entries()
         cache = PreviewCache("/home/u", keep_in_walk=False)
         cache.prefetch(entries)
-        text = partial(describe._call_text, home="/home/u")
+        text = partial(describe.call_text, home="/home/u")
 
         def stored(made: preview_store.Made | None = None) -> tuple[list[Any], Any]:
             found = preview_store._stored_parts(entries, cache.parts, cache.calls, text, made)

@@ -10,8 +10,8 @@ import pytest
 from test_silent_turns import MESSAGES, _assistants, _expected, _write
 
 from pi_session_server.format.entry import Entry
-from pi_session_server.session import SessionManager, describe
-from pi_session_server.session.describe import PreviewCache
+from pi_session_server.session import SessionManager, preview_cache
+from pi_session_server.session.preview_cache import PreviewCache
 
 
 def _known(cache: PreviewCache) -> list[Entry]:
@@ -20,8 +20,8 @@ def _known(cache: PreviewCache) -> list[Entry]:
 
 @pytest.fixture(autouse=True)
 def _small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(describe, "PREFETCH_AFTER_MISSES", 4)
-    monkeypatch.setattr(describe, "SILENCE_BATCH", 16)
+    monkeypatch.setattr(preview_cache, "PREFETCH_AFTER_MISSES", 4)
+    monkeypatch.setattr(preview_cache, "SILENCE_BATCH", 16)
 
 
 def test_a_reloaded_session_lets_the_silences_of_its_entries_before_go(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from pi_session_server.server.tree_shape import TreeShape
 from pi_session_server.server.tree_tool_calls import CallReading
 from pi_session_server.server.tree_window import window_tops
 from pi_session_server.session import SessionManager
-from pi_session_server.session.describe import PreviewCache
+from pi_session_server.session.preview_cache import PreviewCache
 
 
 def _levels(

@@ -26,7 +26,7 @@ from pi_session_server.server.tree_view import tree_view
 from pi_session_server.server.tree_window import RootNotFoundError, TreeWindow, find_node
 from pi_session_server.server.wire import encode_result
 from pi_session_server.session import SessionManager, cache_dir, loader
-from pi_session_server.session.describe import collect_tool_calls
+from pi_session_server.session.entry_facts import collect_tool_calls
 from pi_session_server.session.envelopes import Envelopes
 from pi_session_server.session.tree_modes import FILTERS
 

@@ -13,7 +13,9 @@ import msgspec
 from pi_session_server.format.jstext import as_displayed
 from pi_session_server.server.tree_view import encode_flat_tree_view
 from pi_session_server.session import SessionManager
-from pi_session_server.session.describe import PreviewCache, collect_tool_calls, preview_of
+from pi_session_server.session.describe import preview_of
+from pi_session_server.session.entry_facts import collect_tool_calls
+from pi_session_server.session.preview_cache import PreviewCache
 
 EMOJI = "\U0001f600"  # two UTF-16 units
 

@@ -254,7 +254,7 @@ def test_cached_previews_match_fresh_ones_across_appends(
 ) -> None:
     """pi/getTree keeps previews per session: a cached walk equals a fresh one, also after appends
     (a tool call appended after its result changes the result's preview) and a change of HOME."""
-    from pi_session_server.session.describe import PreviewCache
+    from pi_session_server.session.preview_cache import PreviewCache
 
     copy = tmp_path / "session.jsonl"
     shutil.copyfile(EXAMPLE, copy)
@@ -288,13 +288,14 @@ def test_the_filters_read_each_assistant_body_once_per_session(
     with the session's cache the filters' answer for an assistant entry (hidden when it has no text
     and did not fail) is read from its body once (its silence alone, or with its tool calls when a
     walk made its preview first), and every walk equals one without the cache."""
-    from pi_session_server.session import describe
-    from pi_session_server.session.describe import PreviewCache
+    from pi_session_server.session import entry_facts, preview_cache
+    from pi_session_server.session.preview_cache import PreviewCache
 
     path = tmp_path / "s.jsonl"
     random_session(random.Random(1), path)
     m = SessionManager.open(str(path))
-    reads = calls_of(monkeypatch, describe, "_assistant_facts")
+    reads = calls_of(monkeypatch, preview_cache, "assistant_facts")
+    monkeypatch.setattr(entry_facts, "assistant_facts", preview_cache.assistant_facts)  # (counted there too)
     read_silences = PreviewCache._read_silences
     monkeypatch.setattr(  # (a method: its entry is its second argument)
         PreviewCache,

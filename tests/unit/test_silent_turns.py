@@ -21,8 +21,9 @@ from test_tree_view_keeping import _server_cache as server_tree_cache
 
 from pi_session_server.format.entry import Entry, LineBytes
 from pi_session_server.format.jsvalue import ABSENT
-from pi_session_server.session import SessionManager, describe, preview_pass
-from pi_session_server.session.describe import PreviewCache, is_silent_turn
+from pi_session_server.session import SessionManager, entry_facts, known_silences, preview_cache, preview_pass
+from pi_session_server.session.describe import is_silent_turn
+from pi_session_server.session.preview_cache import PreviewCache
 
 _TS = "2025-01-01T00:00:00.000Z"
 
@@ -135,7 +136,7 @@ def test_the_decoded_silences_are_those_of_the_whole_messages(tmp_path: Path, fr
         entries = _assistants(manager, from_file=from_file)
         expected = dict(zip(map(id, entries), _expected(entries), strict=True))
         decoded = list(preview_pass.silences(entries))
-        assert {id(e): describe._silent_of(message) for e, message in decoded} == {
+        assert {id(e): entry_facts.is_silent_decoded_turn(message) for e, message in decoded} == {
             id(e): expected[id(e)] for e, _ in decoded
         }
         assert len(MESSAGES) // 2 < len(decoded) < len(entries)  # the odd ones left out
@@ -148,8 +149,8 @@ def test_the_silent_turns_read_a_batch_at_a_time_are_those_of_the_whole_messages
 ) -> None:
     """Once many were asked, the messages after the one asked for are read with it (a batch), and
     not the whole of any: the answers are the same, asked in any order."""
-    monkeypatch.setattr(describe, "PREFETCH_AFTER_MISSES", 4)
-    monkeypatch.setattr(describe, "SILENCE_BATCH", 16)
+    monkeypatch.setattr(preview_cache, "PREFETCH_AFTER_MISSES", 4)
+    monkeypatch.setattr(preview_cache, "SILENCE_BATCH", 16)
     path = _write(tmp_path / "s.jsonl", MESSAGES * 2)
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
         entries = _assistants(manager, from_file=from_file)
@@ -164,7 +165,7 @@ def test_the_silent_turns_read_a_batch_at_a_time_are_those_of_the_whole_messages
             return real(batch, ends)
 
         real = preview_pass.silences
-        monkeypatch.setattr(describe, "silences", counted)
+        monkeypatch.setattr(preview_cache, "silences", counted)
         cache = PreviewCache(entries=manager.get_entries, entry_count=manager.entry_count)
         order = list(range(len(entries)))
         order = order[len(order) // 2 :] + order[: len(order) // 2]  # a walk that starts midway
@@ -234,11 +235,14 @@ def test_the_silences_read_to_the_next_entries_are_those_read_line_by_line(
     monkeypatch.setattr(preview_pass, "_decode_silence_lines", lambda data: windows.append(1) or real(data))
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
         entries = _assistants(manager, from_file=True)
-        expected = {id(e): describe._silent_of(message) for e, message in preview_pass.silences(entries)}
+        expected = {
+            id(e): entry_facts.is_silent_decoded_turn(message)
+            for e, message in preview_pass.silences(entries)
+        }
         assert not windows
         given = list(preview_pass.silences(entries, _next_entries(manager, entries)))
         assert len(given) == len({id(e) for e, _ in given})
-        assert {id(e): describe._silent_of(message) for e, message in given} == expected
+        assert {id(e): entry_facts.is_silent_decoded_turn(message) for e, message in given} == expected
         assert len(windows) > 1
         assert dict(zip(map(id, entries), _expected(entries), strict=True)).items() >= expected.items()
 
@@ -281,8 +285,8 @@ def test_any_assistant_message_is_as_silent_as_its_whole_value_says(
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
         entries = _assistants(manager, from_file=from_file)
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(describe, "PREFETCH_AFTER_MISSES", 1)
-            mp.setattr(describe, "SILENCE_BATCH", 3)
+            mp.setattr(preview_cache, "PREFETCH_AFTER_MISSES", 1)
+            mp.setattr(preview_cache, "SILENCE_BATCH", 3)
             cache = PreviewCache(entries=manager.get_entries, entry_count=manager.entry_count)
             assert [cache.silent_turn(e) for e in entries] == _expected(entries)
 
@@ -343,12 +347,12 @@ def test_levels_and_whole_trees_read_the_silent_turns_in_batches_and_answer_the_
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
         expected = answers(manager, None)
     assert b'"kind":"branches"' in expected[0]
-    monkeypatch.setattr(describe, "PREFETCH_AFTER_MISSES", 8)
-    monkeypatch.setattr(describe, "SILENCE_BATCH", 32)
+    monkeypatch.setattr(preview_cache, "PREFETCH_AFTER_MISSES", 8)
+    monkeypatch.setattr(preview_cache, "SILENCE_BATCH", 32)
     batches: list[int] = []
     real = preview_pass.silences
     monkeypatch.setattr(
-        describe, "silences", lambda batch, *ends: batches.append(len(batch)) or real(batch, *ends)
+        preview_cache, "silences", lambda batch, *ends: batches.append(len(batch)) or real(batch, *ends)
     )
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
         _assistants(manager, from_file=True)
@@ -371,8 +375,8 @@ def test_the_silent_turns_read_for_levels_are_kept_for_the_next_process(
     monkeypatch.setenv("HOME", "/home/u")
     monkeypatch.setattr(preview_store, "MIN_STORED", 10)
     monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
-    monkeypatch.setattr(describe, "PREFETCH_AFTER_MISSES", 1)
-    monkeypatch.setattr(describe, "SILENT_LOAD_SHARE", 1 << 40)  # the kept ones taken at once
+    monkeypatch.setattr(preview_cache, "PREFETCH_AFTER_MISSES", 1)
+    monkeypatch.setattr(preview_cache, "SILENT_LOAD_SHARE", 1 << 40)  # the kept ones taken at once
     path = _branchy(tmp_path / "s.jsonl")
     index_dir = str(tmp_path / "index")
     time.sleep(0.1)  # past the racy window: what is read of it may be kept
@@ -390,7 +394,7 @@ def test_the_silent_turns_read_for_levels_are_kept_for_the_next_process(
     read: list[int] = []
     real = preview_pass.silences
     monkeypatch.setattr(
-        describe, "silences", lambda batch, *ends: read.append(len(batch)) or real(batch, *ends)
+        preview_cache, "silences", lambda batch, *ends: read.append(len(batch)) or real(batch, *ends)
     )
     with SessionManager.open(str(path), read_only=True, index=index_dir) as manager:
         assistants = [e for e in manager.get_entries() if e.role == "assistant"]
@@ -413,12 +417,12 @@ def test_the_assistant_messages_of_a_file_are_listed_with_where_the_next_entry_s
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
         entries = list(manager.get_entries())
         assistants = _assistants(manager, from_file=True)
-        found = describe._assistants_and_next_entries(entries)
+        found = known_silences.assistants_and_next_entries(entries)
         assert found is not None
         listed, starts, ends = found
         assert listed == assistants and list(starts) == [e.offset for e in assistants]
         assert list(ends) == _next_entries(manager, assistants) and ends[-1] == 0 and all(ends[:-1])
-        assert describe._assistants_and_next_entries(entries[::-1]) is None
+        assert known_silences.assistants_and_next_entries(entries[::-1]) is None
         cache = PreviewCache(entries=lambda: entries[::-1], entry_count=manager.entry_count)
         order = cache._file_order(assistants[0])
         assert (order.listed, order.starts, order.ends) == (listed, starts, ends)

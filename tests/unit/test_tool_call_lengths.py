@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from pi_session_server.session.describe import format_tool_call, utf16_longer
+from pi_session_server.session.preview_text import utf16_longer
+from pi_session_server.session.tool_call_text import format_tool_call
 
 EMOJI = "\U0001f600"  # two UTF-16 units
 

@@ -19,7 +19,7 @@ from pi_session_server.render.glyphs import cut
 from pi_session_server.render.terminal_text import one_terminal_line
 from pi_session_server.render.tree_text import tree_text_lines
 from pi_session_server.session import SessionManager, cache_dir, preview_store, view_store
-from pi_session_server.session.describe import PreviewCache
+from pi_session_server.session.preview_cache import PreviewCache
 from pi_session_server.session.tree import expanded_once
 
 WIDTH = 40

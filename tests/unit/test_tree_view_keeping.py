@@ -31,8 +31,15 @@ from pi_session_server.server.tree_tool_calls import CallReading
 from pi_session_server.server.tree_view import encode_flat_tree_view
 from pi_session_server.server.tree_window import WHOLE_TREE
 from pi_session_server.server.workers import CancelToken, WorkerPool, after_this_job, current_queue
-from pi_session_server.session import SessionManager, cache_dir, describe, preview_store
-from pi_session_server.session.describe import PreviewCache
+from pi_session_server.session import (
+    SessionManager,
+    cache_dir,
+    describe,
+    entry_facts,
+    preview_cache,
+    preview_store,
+)
+from pi_session_server.session.preview_cache import PreviewCache
 from pi_session_server.session.tree_modes import FILTERS
 
 
@@ -120,8 +127,8 @@ def kept_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, s
     monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
     monkeypatch.setenv("HOME", "/home/u")
     monkeypatch.setattr(preview_store, "MIN_STORED", 10)
-    monkeypatch.setattr(describe, "PREFETCH_AFTER_MISSES", 1)
-    monkeypatch.setattr(describe, "STORED_LOAD_SHARE", 1 << 40)  # loaded at the first miss
+    monkeypatch.setattr(preview_cache, "PREFETCH_AFTER_MISSES", 1)
+    monkeypatch.setattr(preview_cache, "STORED_LOAD_SHARE", 1 << 40)  # loaded at the first miss
     monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
     path = _branchy_session(tmp_path / "s.jsonl")
     time.sleep(0.1)  # past the racy window: previews of it may be kept
@@ -166,16 +173,16 @@ def test_a_whole_tree_of_a_filter_that_shows_most_rows_reads_their_previews_in_o
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
         expected = encode_flat_tree_view(manager.get_tree(), manager.get_leaf_id(), manager.by_id, mode=mode)
     passes: list[int] = []
-    real = describe.preview_values
+    real = entry_facts.preview_values
 
     def counted(entries: Any) -> Any:
         passes.append(1)
         return real(entries)
 
-    monkeypatch.setattr(describe, "preview_values", counted)
+    monkeypatch.setattr(entry_facts, "preview_values", counted)
     reads = _BodyReads(monkeypatch)
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
-        assert manager.entry_count() > 2 * describe.PREFETCH_AFTER_MISSES
+        assert manager.entry_count() > 2 * preview_cache.PREFETCH_AFTER_MISSES
         reads.count = 0  # (the header's, at the open)
         cache = _server_cache(manager)
         whole = encode_flat_tree_view(
@@ -197,7 +204,7 @@ def test_the_previews_kept_are_loaded_once_the_walks_missed_a_share_of_the_sessi
         expected = _whole_flat(manager, cache)
         keep = cache.keeper(manager.get_entries())
         assert keep is not None and keep()
-    monkeypatch.setattr(describe, "STORED_LOAD_SHARE", 4)
+    monkeypatch.setattr(preview_cache, "STORED_LOAD_SHARE", 4)
     loads: list[int] = []
     real_load = preview_store.load
 
@@ -464,8 +471,8 @@ def test_levels_take_the_silent_turns_kept_and_read_only_the_rows_they_show(
         expected = _levels(manager, None, limit=2)
         shown = expected.count(b'"id":')
     _keep_everything(path, index_dir)
-    monkeypatch.setattr(describe, "STORED_LOAD_SHARE", 1)  # every preview missed, first
-    monkeypatch.setattr(describe, "SILENT_LOAD_SHARE", 1 << 40)  # at the first miss
+    monkeypatch.setattr(preview_cache, "STORED_LOAD_SHARE", 1)  # every preview missed, first
+    monkeypatch.setattr(preview_cache, "SILENT_LOAD_SHARE", 1 << 40)  # at the first miss
     loads: list[str] = []
     for name in ("load", "kept_head"):
         real = getattr(preview_store, name)
@@ -489,7 +496,8 @@ def test_the_rows_a_reply_shows_are_read_together_before_it_is_made(
     """A levels reply (and a window) knows its rows before it encodes them: those not known are
     read in one pass, not missed and read one by one; the reply is the same."""
     monkeypatch.setenv("HOME", "/home/u")
-    monkeypatch.setattr(describe, "MIN_BATCH", 1)
+    monkeypatch.setattr(entry_facts, "MIN_BATCH", 1)
+    monkeypatch.setattr(preview_cache, "MIN_BATCH", 1)
     path = _branchy_session(tmp_path / "s.jsonl")
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
         expected = _levels(manager, None)

@@ -211,7 +211,7 @@ def test_a_subtree_reads_the_calls_when_it_shows_a_tool_result_and_answers_as_be
     from pi_session_server.server import params as P
     from pi_session_server.server import tree_view as tv
     from pi_session_server.server.wire import encode_result
-    from pi_session_server.session.describe import collect_tool_calls
+    from pi_session_server.session.entry_facts import collect_tool_calls
 
     eager_shape = tv.tree_shape
     collected: list[int] = []

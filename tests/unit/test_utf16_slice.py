@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from pi_session_server.session.describe import utf16_slice
+from pi_session_server.session.preview_text import utf16_slice
 
 
 def js_slice(text: str, limit: int) -> str:
