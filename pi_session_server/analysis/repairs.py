@@ -29,10 +29,10 @@ from ..format.jsvalue import ABSENT, get, strict_equal
 from ..format.records import ENTRY_TYPES
 from ..session.environment import current
 from ..session.migrate import (
+    LaterValueNeeded,
+    StreamedMigration,
     migrate_to_current_version,
-    migrate_value,
     migrates_each_value_alone,
-    session_version,
 )
 from . import codes
 from . import lines as L
@@ -432,20 +432,62 @@ def migrated_text(doc: SessionDocument) -> str:
 
 
 def migrated_lines(doc: SessionDocument) -> Iterator[str]:
-    """The lines of :func:`migrated_text`, each with its line break, made one at a time. From
-    version 2 every value migrates alone, so one is parsed at a time: a session of any size is
-    migrated in little memory. A version 1 file's values are parsed together (an entry's id and
-    parent depend on the others')."""
-    version = session_version(value for kind, value in _migration_slots(doc) if kind == _VALUE)
-    if not migrates_each_value_alone(version):
+    """The lines of :func:`migrated_text`, each with its line break, made one at a time, one value
+    parsed and migrated at a time (:class:`StreamedMigration`): a session of any size is migrated in
+    little memory. A version 1 file whose migration needs a later value (see
+    :class:`LaterValueNeeded`: pi writes none) is found before any line is made, and its values are
+    migrated together."""
+    header = _first_header(doc)
+    migration = StreamedMigration(header)
+    alone = migrates_each_value_alone(migration.version)
+    if not alone and _needs_later_value(doc, header):
         yield from _migrated_together(doc)
         return
-    for kind, item in _migration_slots(doc, parse_kept_non_objects=False):
+    # (from version 2 a non-object's position counts for nothing: it is not parsed)
+    for kind, item in _migration_slots(doc, parse_kept_non_objects=not alone):
         if kind == _VALUE:
-            migrate_value(item, version)
+            migration.migrate(item)
             yield dumps(item) + "\n"
+        elif kind == _KEPT_TEXT:
+            migration.migrate(item[1])
+            yield item[0] + "\n"
         else:
             yield item + "\n"
+
+
+def _first_header(doc: SessionDocument) -> dict[str, Any]:
+    """The file's first header value, the one its migration takes its version and ids from (an
+    empty object when it has none: version 1, no id)."""
+    for kind, item in _migration_slots(doc, parse_kept_non_objects=False):
+        if kind == _VALUE and isinstance(item, dict) and item.get("type") == "session":
+            return item
+    return {}
+
+
+def _needs_later_value(doc: SessionDocument, header: dict[str, Any]) -> bool:
+    """Whether the streamed migration of version 1 ``doc``, whose first header is ``header``,
+    raises :class:`LaterValueNeeded`: found by migrating, in place of each value, the little its
+    links depend on (its type and id from the line's facts, a compaction parsed whole), so that
+    nothing is held."""
+    check = StreamedMigration(header)
+    try:
+        for info, text in _migration_lines(doc):
+            if info.kind in (L.HEADER, L.ENTRY):
+                check.migrate(_link_facts(info, text))
+            elif info.kind == L.NON_OBJECT and info.kept:
+                check.migrate(True)  # (a position, no id: D3)
+    except LaterValueNeeded:
+        return True
+    return False
+
+
+def _link_facts(info: LineInfo, text: str) -> Any:
+    """What the version 1 links of the value on an object line (``info``, its ``text``) depend on:
+    its type and id, and a compaction's ``firstKeptEntryIndex`` (the compaction is parsed)."""
+    if info.etype == "compaction":
+        return parse(text)
+    facts = {"type": info.etype, "id": info.id}
+    return {key: value for key, value in facts.items() if value is not ABSENT}
 
 
 def migrated_chunks(doc: SessionDocument) -> Iterator[bytes]:
@@ -470,20 +512,28 @@ _MIGRATED_CHUNK = 1024 * 1024
 _VALUE, _TEXT, _KEPT_TEXT = "value", "text", "kept text"
 
 
-def _migration_slots(
-    doc: SessionDocument, *, parse_kept_non_objects: bool = True
-) -> Iterator[tuple[str, Any]]:
-    """Each non-blank line of ``doc`` as its migration takes it, in order: (_VALUE, its value) for
-    an object line, else (_TEXT, its text), or (_KEPT_TEXT, (its text, its value)) for a non-object
-    pi keeps (with ``parse_kept_non_objects``: only a version 1 migration counts them)."""
+def _migration_lines(doc: SessionDocument) -> Iterator[tuple[LineInfo, str]]:
+    """The lines of ``doc`` its migration takes, in order, each with its text: its values (objects,
+    kept non-objects), each a version 1 position, and the lines it keeps as they are (malformed,
+    falsy values); not its blank ones."""
     lines = doc.lines
     count = len(lines) - (1 if lines and lines[-1].raw == b"" else 0)
     for info in lines[:count]:
         text = info.raw.decode("utf-8", doc.errors)
         if info.bom:
             text = text[1:]
-        if is_js_blank(text):
-            continue
+        if not is_js_blank(text):
+            yield info, text
+
+
+def _migration_slots(
+    doc: SessionDocument, *, parse_kept_non_objects: bool = True
+) -> Iterator[tuple[str, Any]]:
+    """Each line of ``doc`` its migration takes (:func:`_migration_lines`) as it takes it, in order:
+    (_VALUE, its value) for an object line, else (_TEXT, its text), or (_KEPT_TEXT, (its text, its
+    value)) for a non-object pi keeps (with ``parse_kept_non_objects``: only a version 1 migration
+    counts them)."""
+    for info, text in _migration_lines(doc):
         if info.kind in (L.HEADER, L.ENTRY):
             try:
                 yield _VALUE, parse(text)
