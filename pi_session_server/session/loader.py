@@ -7,6 +7,7 @@ file is invalid; values after the header that are not objects are skipped too (D
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ from typing import Any
 import msgspec
 
 from ..errors import fs_error_from_oserror
-from ..format.entry import Entry
+from ..format.entry import Entry, MessageHead, head_for
 from ..format.jsjson import dumps_bytes
 from ..format.jsvalue import ABSENT
 from ..format.scan import (
@@ -25,12 +26,13 @@ from ..format.scan import (
     RawLine,
     classify_line,
     iter_physical_lines,
+    observing_lines,
     problem_for,
 )
 from .cache_dir import IndexSettings
 from .environment import Environment, on_disk
 from .index_rows import IndexedRows
-from .migrate import StreamedMigration
+from .migrate import StreamedMigration, migrate_value
 from .scan_index import scan_with_index
 
 
@@ -107,6 +109,66 @@ def keeps_line_bytes(size: int) -> bool:
     return size <= KEEP_BYTES_LIMIT
 
 
+class MigratingLineSource(FileLineSource):
+    """The lines of an older file whose migration changes each value alone
+    (:func:`.migrate.migrates_each_value_alone`), each value migrated as it is read again: the file
+    is read as its migration would leave it, without holding its values or writing it.
+
+    What a load keeps of a line without reading its value must be what the migrated value says:
+    the header is migrated as it is peeked, the entries by :meth:`migrate_loaded` (version 2 to 3
+    changes nothing else that an entry's envelope, the persistent index or a label holds). The
+    passes that decode a line's bytes themselves (the tree's previews, the silent turns, the
+    previews kept beside the index) take only a plain :class:`FileLineSource` (they check its
+    type), and a scan's observer is given no line (:meth:`scanning`): what they show of an entry is
+    made from its value, read through :meth:`read_line`, migrated."""
+
+    def __init__(self, path: str, fd: int, version: float) -> None:
+        super().__init__(path, fd)
+        self.version = version
+
+    def read_line(self, offset: int, length: int) -> Any:
+        value = super().read_line(offset, length)
+        migrate_value(value, self.version)
+        return value
+
+    def scanning(self) -> contextlib.AbstractContextManager[None]:
+        """The block a scan of this file's lines runs in: no observer of the lines a scan reads
+        (see ``scan.observing_lines``) is given their bytes, which are not the migrated value (a
+        tree's previews are then made from the values, read migrated)."""
+        return observing_lines(_left_unobserved)
+
+    def migrate_loaded(self, entries: list[Entry]) -> None:
+        """Migrate ``entries`` as a scan of this file's lines made them: a value the scan holds (a
+        line its envelope decoder does not take: too deep, ...) is migrated; the others' message
+        entries are given the head their migrated value carries."""
+        migrated: dict[int, MessageHead] = {}  # by the head's id: most entries share a few heads
+        for entry in entries:
+            if entry.is_loaded:
+                migrate_value(entry.value, self.version)
+                entry.refresh_envelope()
+                continue
+            head = entry.message
+            if head is None or entry.type != "message":
+                continue
+            new = migrated.get(id(head))
+            if new is None:
+                new = migrated[id(head)] = self._migrated_head(head)
+            if new is not head:
+                # (an index write deferred past the open holds this head: only a migrating load
+                # reads a version 2 file's index, and it migrates either role to the same one)
+                entry.message = new
+
+    def _migrated_head(self, head: MessageHead) -> MessageHead:
+        message = {} if head.role is ABSENT else {"role": head.role}
+        migrate_value({"type": "message", "message": message}, self.version)
+        role = message.get("role", ABSENT)
+        return head if role is head.role else head_for(role)
+
+
+def _left_unobserved(entry: Entry, line: memoryview) -> None:
+    """(The observer of a migrated file's lines: see MigratingLineSource.scanning.)"""
+
+
 def load_lazy(
     fd: int,
     path: str,
@@ -114,25 +176,41 @@ def load_lazy(
     on_progress: Callable[[int, int], Any] | None = None,
     index: IndexSettings | None = None,
     lazy: bool = False,
+    migrate_from: float | None = None,
 ) -> tuple[LazyLoad, FileLineSource]:
     """The entries of a current-version file after its header (``peek``), from its persistent
     index where ``index`` allows one and it matches the file (see scan_index), else scanned.
-    ``lazy``: the index's rows may come as :class:`.index_rows.IndexedRows` (``LazyLoad.rows``)."""
-    source = FileLineSource(path, os.dup(fd))
-    keep_bytes = keeps_line_bytes(peek.size)
+    ``lazy``: the index's rows may come as :class:`.index_rows.IndexedRows` (``LazyLoad.rows``).
+
+    ``migrate_from``: the file is of this older version, one whose migration changes each value
+    alone: its entries are given as migrated (see :class:`MigratingLineSource`), every value read
+    again from its line when asked for (no line's bytes kept, no rows: each entry's head is
+    migrated as it is loaded)."""
+    source: FileLineSource
+    if migrate_from is None:
+        source = FileLineSource(path, os.dup(fd))
+        keep_bytes = keeps_line_bytes(peek.size)
+    else:
+        source = MigratingLineSource(path, os.dup(fd), migrate_from)
+        keep_bytes = lazy = False
+        migrate_value(peek.value, migrate_from)
     if index is not None:
         source.index_dir = index.directory
-    result = scan_with_index(
-        fd,
-        source,
-        peek.next_offset,
-        peek.line + 1,
-        index,
-        keep_bytes=keep_bytes,
-        on_progress=on_progress,
-        lazy=lazy,
-    )
+    scanning = source.scanning() if isinstance(source, MigratingLineSource) else contextlib.nullcontext()
+    with scanning:
+        result = scan_with_index(
+            fd,
+            source,
+            peek.next_offset,
+            peek.line + 1,
+            index,
+            keep_bytes=keep_bytes,
+            on_progress=on_progress,
+            lazy=lazy,
+        )
     entries = result.entries
+    if isinstance(source, MigratingLineSource):
+        source.migrate_loaded(entries)
     entries.insert(0, Entry.of(peek.value, line=peek.line))  # in place: no second list of every entry
     total_lines = peek.line + 1 + result.lines
     return (

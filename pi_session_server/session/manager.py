@@ -58,6 +58,7 @@ from .fields import field as entry_field
 from .index_rows import IndexedRows, RowPath
 from .loader import (
     ExactLoad,
+    MigratingLineSource,
     ValueNotWrittenBack,
     ends_without_newline,
     is_valid_header,
@@ -75,8 +76,10 @@ from .migrate import (
     StreamedMigration,
     becomes_current,
     migrate_to_current_version,
+    migrates_each_value_alone,
     needs_migration,
     not_an_entry,
+    session_version,
 )
 from .paths import (
     StrPath,
@@ -631,15 +634,35 @@ class SessionManager:
         """Load the file at ``fd`` whose valid header is ``peek``: migrated when its version is
         older than pi's current one, as it is otherwise. True: the session is the file's."""
         with gc_paused():
-            if needs_migration([peek.value]):
-                self._load_migrating(fd, path)
-            else:
+            if not needs_migration([peek.value]):
                 self._load_current(fd, path, peek, read_at)
+            elif self._reads_migrated(peek):
+                self._load_current(fd, path, peek, read_at, migrate_from=session_version([peek.value]))
+            else:
+                self._load_migrating(fd, path)
         self._flushed = True
         return True
 
-    def _load_current(self, fd: int, path: str, peek: Any, read_at: os.stat_result) -> None:
-        loaded, source = load_lazy(fd, path, peek, self._on_progress, self._index, lazy=True)
+    def _reads_migrated(self, peek: Any) -> bool:
+        """Whether a file to migrate (its header ``peek``) is loaded as a current one, its values
+        migrated as they are read (see loader.MigratingLineSource): read-only, a migration that
+        changes each value alone (version 2), and a file whose lines would not keep their bytes
+        (D15). A smaller one's values are held, as its lines' bytes would be: a pi migrating it
+        in place meanwhile takes none of them away."""
+        return (
+            self.read_only
+            and migrates_each_value_alone(session_version([peek.value]))
+            and not loader.keeps_line_bytes(peek.size)
+        )
+
+    def _load_current(
+        self, fd: int, path: str, peek: Any, read_at: os.stat_result, migrate_from: float | None = None
+    ) -> None:
+        """Load the file at ``fd`` as a current one; ``migrate_from``: read-only, of that older
+        version, its values migrated as they are read (see _reads_migrated)."""
+        loaded, source = load_lazy(
+            fd, path, peek, self._on_progress, self._index, lazy=True, migrate_from=migrate_from
+        )
         end = loaded.end  # what was read: lines another process appends meanwhile come with the next refresh
         open_tail = loaded.needs_newline
         # the reference's load-time repair (docs/FORMAT.md §9.1 step 5), of the file read (not of
@@ -658,7 +681,8 @@ class SessionManager:
         self._set_file_entries(loaded.entries, loaded.index, loaded.rows)
         self._session_id = loaded.header["id"]
         self.problems = loaded.problems
-        self._load_writes_skipped = False  # (a last line left open is told by _open_tail)
+        # (a last line left open is told by _open_tail; a file read migrated is still to rewrite)
+        self._load_writes_skipped = migrate_from is not None
         self._track_file(path, loaded.lines, end, open_tail, fd=fd, read_at=read_at)
 
     def _load_migrating(self, fd: int, path: str) -> None:
@@ -675,7 +699,8 @@ class SessionManager:
         file written is then loaded as a current one (its entries' values read from it when asked
         for): a session of any size is migrated in little more memory than it is opened in. A
         read-only load rewrites nothing, and holds the file's values, as does a migration that
-        cannot be made a line at a time (see _rewrite_streamed)."""
+        cannot be made a line at a time (see _rewrite_streamed); a large version 2 file is not
+        loaded here when read-only (see _reads_migrated)."""
         rewrite = not self.read_only and self._persist
         for _ in range(_MIGRATION_ATTEMPTS):
             began = time.monotonic()
@@ -1896,7 +1921,10 @@ class SessionManager:
             source = self._source or FileLineSource(path, os.dup(fd))
             if self._source is None:
                 self._source = source
-            with gc_paused():
+            migrated = (
+                source.scanning() if isinstance(source, MigratingLineSource) else contextlib.nullcontext()
+            )
+            with gc_paused(), migrated:
                 return scan_entries(
                     fd,
                     source,
@@ -1915,6 +1943,8 @@ class SessionManager:
             result = self._scan_appended(path, self._known_end, st.st_size)
         except StaleFileError:
             return self._reload(path)  # replaced since it was looked at: read whole
+        if isinstance(self._source, MigratingLineSource):
+            self._source.migrate_loaded(result.entries)  # (as its values are read)
         self._add_entries(result.entries)
         new_ids = [entry.id for entry in result.entries]
         self.problems.extend(result.problems)

@@ -1,0 +1,374 @@
+"""A read-only open of a large version 2 session loads it as a current one: its entries' values
+are read from their lines when asked for, each migrated as it is read (version 2 to 3 changes each
+value alone), and what the load keeps without reading a value (the header, a message's role, the
+persistent index) is what the migrated value says. Every public result is the one a load holding
+the migrated values gives (a smaller file's load, which holds them: the tests make every file
+"large")."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_session_server.cli import main
+from pi_session_server.format.entry import Entry
+from pi_session_server.format.jsjson import dumps_bytes
+from pi_session_server.format.scan import observing_lines
+from pi_session_server.session import loader
+from pi_session_server.session import manager as manager_module
+from pi_session_server.session.manager import SessionManager
+from pi_session_server.session.tree import TreeNode
+
+KIT_FIXTURES = Path(__file__).resolve().parents[1] / "conformance" / "vectors" / "fixtures"
+
+
+def _as_version_2(data: bytes) -> bytes:
+    """A version 3 session of the kit as pi's version 2 held it: the header's version 2, and every
+    other user message a hook's (``hookMessage``, which version 3 calls ``custom``)."""
+    out = []
+    users = 0
+    for line in data.splitlines(keepends=True):
+        if line.startswith(b'{"type":"session"'):
+            line = line.replace(b'"version":3', b'"version":2', 1)
+        elif b'"message":{"role":"user"' in line:
+            users += 1
+            if users % 2 == 0:
+                hook = b'"message":{"role":"hookMessage","customType":"hook","display":true'
+                line = line.replace(b'"message":{"role":"user"', hook, 1)
+        out.append(line)
+    return b"".join(out)
+
+
+def _line(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":")) + "\n"
+
+
+def _crafted() -> bytes:
+    """Hook messages (shown and not), a custom message, a compaction, labels (one taken back), a
+    branch, a line that is no entry and one that is not JSON."""
+    stamp = "2025-01-01T00:00:0{}.000Z"
+    lines = [
+        {"type": "session", "version": 2, "id": "s2", "timestamp": stamp.format(0), "cwd": "/p"},
+        {
+            "type": "message",
+            "id": "a",
+            "parentId": None,
+            "timestamp": stamp.format(1),
+            "message": {"role": "user", "content": "hello", "timestamp": 1},
+        },
+        {
+            "type": "message",
+            "id": "b",
+            "parentId": "a",
+            "timestamp": stamp.format(2),
+            "message": {
+                "role": "hookMessage",
+                "customType": "h",
+                "content": "hooked",
+                "display": True,
+                "timestamp": 2,
+            },
+        },
+        {
+            "type": "message",
+            "id": "c",
+            "parentId": "b",
+            "timestamp": stamp.format(3),
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "hi"}],
+                "provider": "p",
+                "model": "m",
+                "stopReason": "stop",
+                "timestamp": 3,
+                "usage": {
+                    "input": 1,
+                    "output": 2,
+                    "cacheRead": 0,
+                    "cacheWrite": 0,
+                    "totalTokens": 3,
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+                },
+            },
+        },
+        {
+            "type": "compaction",
+            "id": "d",
+            "parentId": "c",
+            "timestamp": stamp.format(4),
+            "summary": "so far",
+            "firstKeptEntryId": "b",
+            "tokensBefore": 10,
+        },
+        {
+            "type": "message",
+            "id": "e",
+            "parentId": "d",
+            "timestamp": stamp.format(5),
+            "message": {
+                "role": "hookMessage",
+                "customType": "h",
+                "content": [{"type": "text", "text": "quiet"}],
+                "display": False,
+                "timestamp": 5,
+            },
+        },
+        {
+            "type": "custom_message",
+            "id": "f",
+            "parentId": "e",
+            "timestamp": stamp.format(6),
+            "customType": "x",
+            "content": "custom",
+            "display": True,
+        },
+        {
+            "type": "label",
+            "id": "g",
+            "parentId": "f",
+            "timestamp": stamp.format(7),
+            "targetId": "b",
+            "label": "hook",
+        },
+        {
+            "type": "label",
+            "id": "h",
+            "parentId": "g",
+            "timestamp": stamp.format(8),
+            "targetId": "c",
+            "label": "x",
+        },
+        {"type": "label", "id": "i", "parentId": "h", "timestamp": stamp.format(9), "targetId": "c"},
+        {
+            "type": "message",
+            "id": "j",
+            "parentId": "b",
+            "timestamp": stamp.format(9),
+            "message": {
+                "role": "hookMessage",
+                "customType": "h",
+                "content": "other branch",
+                "display": True,
+                "timestamp": 9,
+            },
+        },
+    ]
+    text = "".join(map(_line, lines[:6])) + "42\nnot json {\n" + "".join(map(_line, lines[6:]))
+    return text.encode()
+
+
+def _version_2_sessions() -> list[tuple[str, bytes]]:
+    """The kit's version 2 sessions, its version 3 ones made version 2, and the crafted one."""
+    found = [("crafted", _crafted())]
+    for path in sorted(KIT_FIXTURES.glob("*/*.jsonl")):
+        data = path.read_bytes()
+        if data.startswith(b'{"type":"session","version":3'):
+            data = _as_version_2(data)
+        if json.loads(data.split(b"\n", 1)[0]).get("version") == 2:
+            found.append((f"{path.parent.name}/{path.name}", data))
+    return found
+
+
+VERSION_2_SESSIONS = _version_2_sessions()
+
+
+def test_the_sessions_hold_the_kits_version_2_file_and_hook_messages() -> None:
+    """(The sessions compared below: the kit's own version 2 file is among them, and hooks.)"""
+    names = [name for name, _ in VERSION_2_SESSIONS]
+    assert "real/whamp-pi-v1-canonical-equivalent.jsonl" in names and len(names) > 10
+    assert sum(data.count(b'"role":"hookMessage"') for _, data in VERSION_2_SESSIONS) > 10
+
+
+@pytest.fixture
+def large_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file is read as a large one (its lines keep no bytes): a read-only open of a version
+    2 file is then lazy."""
+    monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)
+
+
+@pytest.fixture
+def no_whole_file_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The held path's whole-file read fails the test."""
+
+    def whole_file_read(fd: int) -> None:
+        raise AssertionError("a version 2 file's values are read whole")
+
+    monkeypatch.setattr(manager_module, "load_exact", whole_file_read)
+
+
+def _held(path: Path, index: bool | Path) -> SessionManager:
+    """The session of ``path`` opened read-only holding its migrated values (a small file's open)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(loader, "KEEP_BYTES_LIMIT", 1 << 62)
+        return SessionManager.open(str(path), read_only=True, index=index)
+
+
+def _tree(nodes: list[TreeNode]) -> Iterator[Any]:
+    stack = list(reversed(nodes))
+    while stack:
+        node = stack.pop()
+        yield dumps_bytes(node.entry.value), node.label, node.label_timestamp, len(node.children)
+        stack.extend(reversed(node.children))
+
+
+def _public(session: SessionManager) -> dict[str, Any]:
+    """What the session gives, its values as JSON text (a line may be nested deeper than Python
+    compares)."""
+    entries = session.get_entries()
+    return {
+        "header": dumps_bytes(session.get_header()),
+        "id": session.get_session_id(),
+        "entries": [(dumps_bytes(e.value), e.line, e.type, e.id, e.parent_id, e.role) for e in entries],
+        "tree": list(_tree(session.get_tree())),
+        "leaf": session.get_leaf_id(),
+        "branch": [dumps_bytes(e.value) for e in session.get_branch()],
+        "context": dumps_bytes(session.build_session_context()),
+        "projection": dumps_bytes(session.build_session_projection()),
+        "labels": [(session.get_label(e.id), session.get_label_timestamp(e.id)) for e in entries],
+        "children": [[c.id for c in session.get_children(e.id)] for e in entries],
+        "name": session.get_session_name(),
+        "problems": [(p.line, p.kind, p.offset, p.length) for p in session.problems],
+        "open_last_line": session.open_last_line(),
+        "make_writable": session.make_writable(),  # (False: the migration is still to write)
+    }
+
+
+@pytest.fixture(params=[False, True], ids=["no-index", "index"])
+def index(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> bool | Path:
+    if not request.param:
+        return False
+    monkeypatch.setenv("PI_SESSION_INDEX_MIN_SIZE", "0")
+    return tmp_path / "index"
+
+
+@pytest.mark.usefixtures("large_files")
+def test_a_read_only_open_of_a_large_version_2_file_reads_its_values_when_asked(
+    tmp_path: Path, no_whole_file_read: None
+) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(_crafted())
+    session = SessionManager.open(str(path), read_only=True, index=False)
+    entries = session.get_entries()
+    assert len(entries) == 10 and not any(entry.is_loaded for entry in entries)
+    assert session.get_header()["version"] == 3
+    hooks = [e for e in entries if e.id in ("b", "e", "j")]
+    assert [e.role for e in hooks] == ["custom"] * 3  # as the load has them, before a value is read
+    assert [e.value["message"]["role"] for e in hooks] == ["custom"] * 3
+    assert path.read_bytes() == _crafted()  # nothing written
+
+
+@pytest.mark.parametrize(("name", "data"), VERSION_2_SESSIONS, ids=[n for n, _ in VERSION_2_SESSIONS])
+@pytest.mark.usefixtures("large_files")
+def test_every_public_result_is_the_held_loads(
+    tmp_path: Path, name: str, data: bytes, index: bool | Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    held = _public(_held(path, index))
+    for _ in range(2):  # (the second open reads the index the first one wrote, when there is one)
+        with monkeypatch.context() as patch:
+            patch.setattr(manager_module, "load_exact", None)  # lazy: the whole-file read is not made
+            lazy = SessionManager.open(str(path), read_only=True, index=index)
+        assert _public(lazy) == held
+    if index:
+        assert any(Path(index).iterdir())  # the lazy opens kept an index of the file
+    assert path.read_bytes() == data
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    code = main(list(args))
+    out = capsys.readouterr().out
+    assert code in (0, None), out
+    return out
+
+
+@pytest.mark.parametrize(("name", "data"), VERSION_2_SESSIONS, ids=[n for n, _ in VERSION_2_SESSIONS])
+@pytest.mark.usefixtures("large_files")
+def test_the_commands_print_what_they_print_of_the_held_load(
+    tmp_path: Path,
+    name: str,
+    data: bytes,
+    index: bool | Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    flags = [] if index else ["--no-index"]
+    if index:
+        monkeypatch.setenv("PI_SESSION_INDEX_DIR", str(index))
+    commands = [
+        ["tree", *flags, str(path)],
+        ["context", "--json", *flags, str(path)],
+        ["stats", "--json", *flags, str(path)],
+    ]
+    with monkeypatch.context() as patch:
+        patch.setattr(loader, "KEEP_BYTES_LIMIT", 1 << 62)
+        held = [_cli(capsys, *command) for command in commands]
+    for _ in range(2):
+        with monkeypatch.context() as patch:
+            patch.setattr(manager_module, "load_exact", None)
+            assert [_cli(capsys, *command) for command in commands] == held
+    assert path.read_bytes() == data
+
+
+@pytest.mark.usefixtures("large_files")
+def test_a_line_appended_to_a_version_2_file_read_lazily_is_read_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(_crafted())
+    session = SessionManager.open(str(path), read_only=True, index=False)
+    hook = {
+        "type": "message",
+        "id": "k",
+        "parentId": "j",
+        "timestamp": "2025-01-01T00:00:10.000Z",
+        "message": {"role": "hookMessage", "customType": "h", "content": "late", "display": True},
+    }
+    with path.open("a") as file:
+        file.write(_line(hook))
+    observed: list[Entry] = []
+    with observing_lines(lambda entry, line: observed.append(entry)):  # (a tree's previews)
+        assert session.refresh_from_disk().kind == "appended"
+    assert observed == []  # its bytes say hookMessage: previews are made of the migrated value
+    entry = session.get_entry("k")
+    assert entry.role == "custom" and entry.value["message"]["role"] == "custom"
+    assert session.build_session_context()["messages"][-1]["role"] == "custom"
+
+
+@pytest.mark.usefixtures("large_files")
+def test_the_index_of_a_version_2_file_is_not_the_index_of_its_migration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index is named by the file's device and inode and checked against its size, times and
+    first bytes: the file migrated in place (pi's rewrite) or renamed over (ours) is read as what it
+    is now, not as the index of the version 2 file said."""
+    monkeypatch.setenv("PI_SESSION_INDEX_MIN_SIZE", "0")
+    directory = tmp_path / "index"
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(_crafted())
+    viewed = SessionManager.open(str(path), read_only=True, index=directory)
+    assert any(directory.iterdir())  # the lazy open kept an index of the version 2 file
+    viewed_values = [e.value for e in viewed.get_entries()]
+    migrated = tmp_path / "migrated.jsonl"
+    shutil.copyfile(path, migrated)
+    SessionManager.open(str(migrated), index=False)  # our migration: the file as pi writes it
+    in_place = migrated.read_bytes().replace(b'"content":"hooked"', b'"content":"HOOKED"')
+    with path.open("r+b") as file:  # pi's: written over the same inode
+        file.write(in_place)
+        file.truncate()
+    expected = SessionManager.open(str(migrated), read_only=True, index=False)
+    reread = SessionManager.open(str(path), read_only=True, index=directory)
+    assert reread.get_entry("b").value["message"]["content"] == "HOOKED"
+    assert [e.value for e in reread.get_entries()] != viewed_values
+    assert reread.get_header() == expected.get_header()
+    os.replace(migrated, path)  # ours: renamed over it
+    renamed = SessionManager.open(str(path), read_only=True, index=directory)
+    assert renamed.build_session_context() == expected.build_session_context()
+    assert renamed.get_entry("b").value["message"]["content"] == "hooked"
+    assert [e.value for e in renamed.get_entries()] == viewed_values
