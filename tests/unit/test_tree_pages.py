@@ -167,12 +167,16 @@ def test_unpaged_requests_keep_nothing(session: SessionManager, walks: list[Any]
 
 
 def test_an_idle_walk_is_let_go(session: SessionManager) -> None:
-    pages = tree_pages.FlatTreePages(idle_seconds=0.2)
+    # (the walks' own clock: a loaded machine's sleeps cannot make a walk idle before its time)
+    now = [0.0]
+    pages = tree_pages.FlatTreePages(idle_seconds=0.2, clock=lambda: now[0])
     walked = pages.tree(session, ("options",), lambda: _walk(session))
-    time.sleep(0.1)
+    now[0] = 0.1
     assert pages.tree(session, ("options",), lambda: _walk(session)) is walked  # used again: not idle
-    time.sleep(0.15)
+    now[0] = 0.25
+    time.sleep(0.3)  # the sweep due 0.2 s after the walk was kept has come
     assert pages.kept(session) is walked  # 0.15 s since the last use
+    now[0] = 0.31
     deadline = time.monotonic() + 5
     while pages.kept(session) is not None and time.monotonic() < deadline:
         time.sleep(0.05)
