@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -371,23 +372,30 @@ def test_a_request_on_a_file_spelled_otherwise_starts_after_one_before_it_found_
 def test_a_look_limit_passes_once_the_look_ran_for_it_not_while_it_waited_for_a_thread(
     monkeypatch: pytest.MonkeyPatch,
 ):
-    monkeypatch.setattr(pending_deletes, "LOOK_LIMIT_SECONDS", 0.1)
+    # (no step depends on a sleep shorter than the limit: a loaded machine's sleeps run long)
+    monkeypatch.setattr(pending_deletes, "LOOK_LIMIT_SECONDS", 0.5)
+
+    async def armed_soon(limit: LookLimit) -> None:
+        worker = threading.Thread(target=limit.arm_from_worker)  # the look starts on its worker
+        worker.start()
+        await asyncio.to_thread(worker.join)
+        await asyncio.sleep(0)  # (the loop arms it)
 
     async def scenario() -> None:
         passed: list[str] = []
         limit = LookLimit(lambda: passed.append("passed"))
-        await asyncio.sleep(0.3)  # the look waits for a worker thread: not armed
+        await asyncio.sleep(0.7)  # the look waits for a worker thread: not armed
         assert passed == []
-        threading.Thread(target=limit.arm_from_worker).start()  # the look starts on its worker
-        await asyncio.sleep(0.05)
+        await armed_soon(limit)
         assert passed == []
-        await asyncio.sleep(0.2)
+        deadline = time.monotonic() + 10
+        while not passed and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
         assert passed == ["passed"]
         known_in_time = LookLimit(lambda: passed.append("passed too"))
-        known_in_time.arm_from_worker()
-        await asyncio.sleep(0.02)
+        await armed_soon(known_in_time)
         known_in_time.disarm()  # the look answered
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.7)
         assert passed == ["passed"]
 
     run(scenario())
