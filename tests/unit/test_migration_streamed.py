@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from old_sessions import KIT_FIXTURES, as_version_2
 
 from pi_session_server.analysis import codes
 from pi_session_server.analysis.autofix import plan_repairs, spliced
@@ -23,27 +24,6 @@ from pi_session_server.cli import main
 from pi_session_server.session.loader import load_exact
 from pi_session_server.session.manager import SessionManager
 
-# the conformance kit's sessions written by pi, committed with its vectors
-KIT_FIXTURES = Path(__file__).resolve().parents[1] / "conformance" / "vectors" / "fixtures"
-
-
-def _as_version_2(data: bytes) -> bytes:
-    """A version 3 session as pi's version 2 held it: the header's version 2, and every other user
-    message a hook's (``hookMessage``, the role version 3 calls ``custom``). Its lines are changed
-    as text: the other bytes stay as pi wrote them (a line too deep for ``json``, too)."""
-    out = []
-    users = 0
-    for line in data.splitlines(keepends=True):
-        if line.startswith(b'{"type":"session"'):
-            line = line.replace(b'"version":3', b'"version":2', 1)
-        elif b'"message":{"role":"user"' in line:
-            users += 1
-            if users % 2 == 0:
-                hook = b'"message":{"role":"hookMessage","customType":"hook","display":true'
-                line = line.replace(b'"message":{"role":"user"', hook, 1)
-        out.append(line)
-    return b"".join(out)
-
 
 def _old_sessions() -> list[tuple[str, bytes]]:
     """The kit's sessions pi wrote before version 3, and its version 3 ones made version 2."""
@@ -51,7 +31,7 @@ def _old_sessions() -> list[tuple[str, bytes]]:
     for path in sorted(KIT_FIXTURES.glob("*/*.jsonl")):
         data = path.read_bytes()
         if data.startswith(b'{"type":"session","version":3'):
-            data = _as_version_2(data)
+            data = as_version_2(data)
         found.append((f"{path.parent.name}/{path.name}", data))
     return found
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from old_sessions import KIT_FIXTURES, as_version_2
 
 from pi_session_server.cli import main
 from pi_session_server.format.entry import Entry
@@ -24,25 +25,6 @@ from pi_session_server.session import loader
 from pi_session_server.session import manager as manager_module
 from pi_session_server.session.manager import SessionManager
 from pi_session_server.session.tree import TreeNode
-
-KIT_FIXTURES = Path(__file__).resolve().parents[1] / "conformance" / "vectors" / "fixtures"
-
-
-def _as_version_2(data: bytes) -> bytes:
-    """A version 3 session of the kit as pi's version 2 held it: the header's version 2, and every
-    other user message a hook's (``hookMessage``, which version 3 calls ``custom``)."""
-    out = []
-    users = 0
-    for line in data.splitlines(keepends=True):
-        if line.startswith(b'{"type":"session"'):
-            line = line.replace(b'"version":3', b'"version":2', 1)
-        elif b'"message":{"role":"user"' in line:
-            users += 1
-            if users % 2 == 0:
-                hook = b'"message":{"role":"hookMessage","customType":"hook","display":true'
-                line = line.replace(b'"message":{"role":"user"', hook, 1)
-        out.append(line)
-    return b"".join(out)
 
 
 def _line(value: Any) -> str:
@@ -169,7 +151,7 @@ def _version_2_sessions() -> list[tuple[str, bytes]]:
     for path in sorted(KIT_FIXTURES.glob("*/*.jsonl")):
         data = path.read_bytes()
         if data.startswith(b'{"type":"session","version":3'):
-            data = _as_version_2(data)
+            data = as_version_2(data)
         if json.loads(data.split(b"\n", 1)[0]).get("version") == 2:
             found.append((f"{path.parent.name}/{path.name}", data))
     return found

@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from old_sessions import KIT_FIXTURES
 
 from pi_session_server.analysis import codes
 from pi_session_server.analysis import repairs as repairs_module
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.repairs import migrated_chunks, migrated_text
 from pi_session_server.cli import main
-
-KIT_FIXTURES = Path(__file__).resolve().parents[1] / "conformance" / "vectors" / "fixtures"
 
 HEADER = {"type": "session", "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}
 

@@ -12,6 +12,7 @@ from typing import Any
 import builders as S
 import msgspec
 import pytest
+from old_sessions import KIT_FIXTURES
 from test_protocol_tree_filters import EXAMPLE
 
 from pi_session_server.cli import main
@@ -25,7 +26,6 @@ from pi_session_server.session import SessionManager
 from pi_session_server.session.tree_modes import PI_FILTERS
 
 # the conformance kit's session files, as the repository holds them
-KIT_FIXTURES = Path(__file__).resolve().parents[1] / "conformance" / "vectors" / "fixtures"
 # the kit's sessions that are small enough to draw many times (the big ones: their first lines are
 # drawn by the CLI's own tests)
 KIT_SESSIONS = sorted(
