@@ -1000,7 +1000,7 @@ def _strict_base64(data: str) -> bytes | None:
 
 
 # What a part of an image's file name may hold: the id and the block's place come from the file's
-# content, so a hostile file could name "../../elsewhere" (issue 20, finding 4).
+# content, so a hostile file could name "../../elsewhere".
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
 _NAME_PART_CHARS = 64
 

@@ -3,7 +3,7 @@
 A rewrite (a migration, a repair, the header of a new session) writes the new content to a
 temporary file in the same directory and renames it over the path, so a crash leaves the old file
 or the new one, complete (D12; the reference truncates in place). Nothing another writer wrote may
-be lost to it (issue 20):
+be lost to it:
 
 * it holds the ``flock`` of the file it replaces, from before the content is read until after the
   rename (:class:`LockedFile`); our appenders wait, then follow the path to the new file

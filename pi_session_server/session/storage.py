@@ -5,14 +5,14 @@ Guarantees (beyond the reference, which just calls ``appendFileSync``):
 * every append is one ``write()`` of whole lines on a descriptor opened with ``O_APPEND``, under an
   advisory ``flock`` taken on the file the path names *after* the lock is held: a file replaced while
   we waited for its lock (a repair or migration renamed its rewrite over the path) is let go and the
-  new one locked, so an append never lands in a file nobody can see any more (issue 20, finding 2a);
+  new one locked, so an append never lands in a file nobody can see any more;
 * an append never glues onto a partial line another process left behind: when the file does not end
   with ``"\\n"``, the line is prefixed with one (D11); when that look caught another writer's line
   halfway through its ``write()``, the separator turns out to stand after a complete line, and is
-  overwritten with a space, so it leaves no blank line (issue 20, finding 15);
+  overwritten with a space, so it leaves no blank line;
 * writes by others between ours are detected (the file is not where we left it) and reported;
 * a line of ours that lands after half a line of a writer that splits its lines is written again
-  on a line of its own, so it exists exactly once as a valid line (finding #3).
+  on a line of its own, so it exists exactly once as a valid line.
 
 Whole-file rewrites (temporary file, checks under the lock, rename) are in :mod:`.rewrites`.
 
@@ -206,7 +206,7 @@ class Appender(OwnedDescriptor):
 
         The path is checked *after* the lock is held: a rewrite holds the lock until it has renamed
         its new file over the path, so an append that waited for it must follow the path to the new
-        file instead of writing into the old one (issue 20, finding 2a)."""
+        file instead of writing into the old one."""
         for _ in range(MAX_REOPENS):
             if self.fd < 0:
                 self._open()
@@ -326,7 +326,7 @@ class Appender(OwnedDescriptor):
         """We put a "\\n" before our line because the file seemed to end mid-line, and others wrote
         before our write landed. When that look caught a line in the middle of its ``write()`` (the
         file's size grows page by page while a big line is copied in), the line was finished by
-        the time ours landed, and our separator stands after its "\\n": a blank line (finding 15).
+        the time ours landed, and our separator stands after its "\\n": a blank line.
         It is overwritten with a space, which keeps our line valid (JSON.parse skips it) and every
         line where it was."""
         if not _ends_mid_line(fd, outcome.written_at):
