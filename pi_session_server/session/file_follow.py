@@ -4,7 +4,6 @@ rewrote, replaced or deleted told (and reloaded, never written), one without a h
 from __future__ import annotations
 
 import builtins
-import contextlib
 import os
 import stat
 import time
@@ -19,7 +18,7 @@ from ..format.scan import FileLineSource, LineProblem, ScanResult, scan_entries
 from . import loader, storage
 from .file_load import FileLoading
 from .file_tracking import Headerless, signature_of, times_of
-from .loader import MigratingLineSource, open_for_reading
+from .loader import open_for_reading
 
 
 class FileChange(msgspec.Struct):
@@ -186,10 +185,7 @@ class FileFollowing(FileLoading):
             source = self._source or FileLineSource(path, os.dup(fd))
             if self._source is None:
                 self._source = source
-            migrated = (
-                source.scanning() if isinstance(source, MigratingLineSource) else contextlib.nullcontext()
-            )
-            with gc_paused(), migrated:
+            with gc_paused(), source.scanning():
                 return scan_entries(
                     fd,
                     source,
@@ -208,8 +204,8 @@ class FileFollowing(FileLoading):
             result = self._scan_appended(path, self._known_end, st.st_size)
         except StaleFileError:
             return self._reload(path)  # replaced since it was looked at: read whole
-        if isinstance(self._source, MigratingLineSource):
-            self._source.migrate_loaded(result.entries)  # (as its values are read)
+        if self._source is not None:
+            self._source.conform_scanned(result.entries)  # (as its values are read)
         self._add_entries(result.entries)
         new_ids = [entry.id for entry in result.entries]
         self.problems.extend(result.problems)
