@@ -611,6 +611,16 @@ class FileLineSource:
             self.found_other_line()
             raise StaleFileError(f"session file changed underneath: {self.path}") from err
 
+    def scanning(self) -> contextlib.AbstractContextManager[None]:
+        """The block a scan of this file's lines runs in: nothing to set up here, where a line's
+        bytes are its value (a source whose values are not its lines' own hides them from the
+        scan's observers)."""
+        return contextlib.nullcontext()
+
+    def conform_scanned(self, entries: list[Entry]) -> None:
+        """Make ``entries``, as a scan of this file's lines made them, say what their values read
+        through :meth:`read_line` say (nothing to do here: those values are the lines' own)."""
+
     def found_other_line(self) -> None:
         """A line read is not the entry loaded from it: the file changed underneath, or the index
         the entries came from lied (see ``when_other_line``)."""

@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..format.ids import assert_valid_session_id
+    from .appends import ReadOnlySessionError
     from .context import build_context_entries, get_latest_compaction_entry, session_entry_to_context_messages
     from .environment import Environment
+    from .file_follow import FileChange, ForeignWrite
     from .files import load_entries_from_file, parse_session_entries
     from .listing import find_most_recent_session
-    from .manager import FileChange, ForeignWrite, ReadOnlySessionError, SessionManager
+    from .manager import SessionManager
     from .migrate import CURRENT_SESSION_VERSION, migrate_session_entries
     from .paths import StrPath, get_default_session_dir
     from .profiles import DEFAULT_PI, PROFILES, Profile, profile_for
@@ -29,16 +31,16 @@ if TYPE_CHECKING:
 # exported name -> the module that defines it (relative to this package)
 _EXPORTED_FROM: dict[str, str] = {
     "assert_valid_session_id": "..format.ids",
+    "ReadOnlySessionError": ".appends",
     "build_context_entries": ".context",
     "get_latest_compaction_entry": ".context",
     "session_entry_to_context_messages": ".context",
     "Environment": ".environment",
+    "FileChange": ".file_follow",
+    "ForeignWrite": ".file_follow",
     "load_entries_from_file": ".files",
     "parse_session_entries": ".files",
     "find_most_recent_session": ".listing",
-    "FileChange": ".manager",
-    "ForeignWrite": ".manager",
-    "ReadOnlySessionError": ".manager",
     "SessionManager": ".manager",
     "CURRENT_SESSION_VERSION": ".migrate",
     "migrate_session_entries": ".migrate",

@@ -115,7 +115,7 @@ class MigratingLineSource(FileLineSource):
     is read as its migration would leave it, without holding its values or writing it.
 
     What a load keeps of a line without reading its value must be what the migrated value says:
-    the header is migrated as it is peeked, the entries by :meth:`migrate_loaded` (version 2 to 3
+    the header is migrated as it is peeked, the entries by :meth:`conform_scanned` (version 2 to 3
     changes nothing else that an entry's envelope, the persistent index or a label holds). The
     passes that decode a line's bytes themselves (the tree's previews, the silent turns, the
     previews kept beside the index) take only a plain :class:`FileLineSource` (they check its
@@ -137,7 +137,7 @@ class MigratingLineSource(FileLineSource):
         tree's previews are then made from the values, read migrated)."""
         return observing_lines(_left_unobserved)
 
-    def migrate_loaded(self, entries: list[Entry]) -> None:
+    def conform_scanned(self, entries: list[Entry]) -> None:
         """Migrate ``entries`` as a scan of this file's lines made them: a value the scan holds (a
         line its envelope decoder does not take: too deep, ...) is migrated; the others' message
         entries are given the head their migrated value carries."""
@@ -196,8 +196,7 @@ def load_lazy(
         migrate_value(peek.value, migrate_from)
     if index is not None:
         source.index_dir = index.directory
-    scanning = source.scanning() if isinstance(source, MigratingLineSource) else contextlib.nullcontext()
-    with scanning:
+    with source.scanning():
         result = scan_with_index(
             fd,
             source,
@@ -209,8 +208,7 @@ def load_lazy(
             lazy=lazy,
         )
     entries = result.entries
-    if isinstance(source, MigratingLineSource):
-        source.migrate_loaded(entries)
+    source.conform_scanned(entries)
     entries.insert(0, Entry.of(peek.value, line=peek.line))  # in place: no second list of every entry
     total_lines = peek.line + 1 + result.lines
     return (

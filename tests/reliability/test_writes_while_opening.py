@@ -20,8 +20,7 @@ from typing import Any
 import pytest
 from reliability_helpers import HEADER, TS
 
-from pi_session_server.session import SessionManager
-from pi_session_server.session import manager as manager_module
+from pi_session_server.session import SessionManager, file_load
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -70,7 +69,7 @@ def _same_as_a_fresh_open(manager: SessionManager, path: Path) -> None:
 @pytest.fixture
 def after_the_read(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable[[], None]], None]]:
     """``cue(action)``: the next open runs ``action`` right after it read the file's lines."""
-    read = manager_module.load_lazy
+    read = file_load.load_lazy
     pending: list[Callable[[], None]] = []
 
     def hooked(*args: Any, **kwargs: Any) -> Any:
@@ -79,7 +78,7 @@ def after_the_read(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callab
             pending.pop()()
         return result
 
-    monkeypatch.setattr(manager_module, "load_lazy", hooked)
+    monkeypatch.setattr(file_load, "load_lazy", hooked)
     yield pending.append
 
 
@@ -87,7 +86,7 @@ def after_the_read(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callab
 def before_the_lock(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable[[], None]], None]]:
     """``cue(action)``: the next rewrite of the manager runs ``action`` right before it takes the
     file's lock (after the open looked at the file)."""
-    locked_file = manager_module.LockedFile
+    locked_file = file_load.LockedFile
     pending: list[Callable[[], None]] = []
 
     def hooked(*args: Any, **kwargs: Any) -> Any:
@@ -95,7 +94,7 @@ def before_the_lock(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Calla
             pending.pop()()
         return locked_file(*args, **kwargs)
 
-    monkeypatch.setattr(manager_module, "LockedFile", hooked)
+    monkeypatch.setattr(file_load, "LockedFile", hooked)
     yield pending.append
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pi_session_server.errors import ValueTypeError
-from pi_session_server.session import manager as manager_module
+from pi_session_server.session import appends
 from pi_session_server.session.manager import SessionManager
 
 
@@ -44,14 +44,14 @@ def test_every_entry_of_the_first_write_is_encoded_once(tmp_path, monkeypatch, p
     entries that waited are encoded at the write alone, as pi serializes them then (their values,
     JSON's own, were looked at, not encoded, when they were appended)."""
     encoded: Counter[str] = Counter()
-    line_bytes = manager_module._line_bytes
+    line_bytes = appends.line_bytes
 
     def counted(value: Any) -> bytes:
         message = value.get("message")
         encoded[value["type"] if message is None else f"{message['role']} {message['timestamp']}"] += 1
         return line_bytes(value)
 
-    monkeypatch.setattr(manager_module, "_line_bytes", counted)
+    monkeypatch.setattr(appends, "line_bytes", counted)
     manager = SessionManager.create(tmp_path, tmp_path / "sessions", pi=pi)
     manager.append_thinking_level_change("high")
     manager.append_message({"role": "user", "content": "hi", "timestamp": 1})
@@ -89,10 +89,8 @@ def test_appends_to_a_session_kept_in_memory_are_not_encoded(monkeypatch):
     """A session that is not persisted never writes its entries: their values are looked at (one
     JSON cannot hold is refused all the same), not encoded."""
     encoded: list[Any] = []
-    line_bytes = manager_module._line_bytes
-    monkeypatch.setattr(
-        manager_module, "_line_bytes", lambda value: encoded.append(value) or line_bytes(value)
-    )
+    line_bytes = appends.line_bytes
+    monkeypatch.setattr(appends, "line_bytes", lambda value: encoded.append(value) or line_bytes(value))
     manager = SessionManager.in_memory("/p")
     manager.append_message({"role": "user", "content": "hi", "timestamp": 1})
     manager.append_message({"role": "assistant", "content": [{"type": "text", "text": "ok"}], "timestamp": 2})

@@ -182,14 +182,14 @@ def test_a_writable_open_of_a_version_2_file_reads_its_entries_from_the_file_it_
     """The migration is written as the file is read, a line at a time (no list of the file's values:
     the whole-file read is never made), and the entries are those of the file written, their values
     read from their lines: the same session as a migration holding every value gives."""
-    from pi_session_server.session import manager as manager_module
+    from pi_session_server.session import file_load
 
     path = _version_2(tmp_path)
 
     def no_whole_file_read(fd: int) -> None:
         raise AssertionError("a version 2 file's values are read whole")
 
-    monkeypatch.setattr(manager_module, "load_exact", no_whole_file_read)
+    monkeypatch.setattr(file_load, "load_exact", no_whole_file_read)
     opened = SessionManager.open(str(path), index=False)
     monkeypatch.undo()
     data = path.read_bytes()
@@ -235,21 +235,21 @@ def _appended_before_the_rename(monkeypatch: pytest.MonkeyPatch, path: Path, lat
 def _rewritten_by_pi_after_the_rename(monkeypatch: pytest.MonkeyPatch, path: Path, copy: Path) -> bytes:
     """A pi that read ``path`` just before the migration's rename rewrites it in place right after
     (once), with its own migration of ``copy`` (the same file) and an entry it appended: its bytes."""
-    from pi_session_server.session import manager as manager_module
+    from pi_session_server.session import file_load
 
-    rewritten_after = manager_module.rewritten_after
+    rewritten_after = file_load.rewritten_after
     pis = SessionManager.open(str(copy), index=False)
     pis.append_custom_entry("pi", {"n": 1})
     pis_version = Path(pis.get_session_file()).read_bytes()
 
     def pi_rewrites_in_place(*args: Any) -> bool:
-        monkeypatch.setattr(manager_module, "rewritten_after", rewritten_after)  # once
+        monkeypatch.setattr(file_load, "rewritten_after", rewritten_after)  # once
         with path.open("r+b") as file:
             file.truncate(0)
             file.write(pis_version)
         return rewritten_after(*args)
 
-    monkeypatch.setattr(manager_module, "rewritten_after", pi_rewrites_in_place)
+    monkeypatch.setattr(file_load, "rewritten_after", pi_rewrites_in_place)
     return pis_version
 
 
@@ -306,29 +306,31 @@ def _version_1(tmp_path: Path, *extra: dict[str, Any]) -> Path:
 
 
 def _whole_file_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the reads of a whole file's values by the manager (the migration holding them)."""
-    from pi_session_server.session import manager as manager_module
+    """Counts the reads of a whole file's values by the manager (the migration holding them), in
+    an open or a fork."""
+    from pi_session_server.session import file_load, fork_source
 
     reads: list[int] = []
-    load_exact = manager_module.load_exact
+    load_exact = file_load.load_exact
 
     def counted(fd: int) -> Any:
         reads.append(fd)
         return load_exact(fd)
 
-    monkeypatch.setattr(manager_module, "load_exact", counted)
+    monkeypatch.setattr(file_load, "load_exact", counted)
+    monkeypatch.setattr(fork_source, "load_exact", counted)
     return reads
 
 
 def _written_holding_the_values(path: Path, monkeypatch: pytest.MonkeyPatch) -> bytes:
     """What a writable open of a copy of ``path`` writes when its values are migrated together (the
     migration made before a version 1 file's was streamed)."""
-    from pi_session_server.session import manager as manager_module
+    from pi_session_server.session import file_load
 
     held = path.with_name("held.jsonl")
     shutil.copyfile(path, held)
     with monkeypatch.context() as patched:
-        patched.setattr(manager_module, "_rewrite_streamed", lambda *args: None)
+        patched.setattr(file_load, "_rewrite_streamed", lambda *args: None)
         SessionManager.open(str(held), index=False)
     return held.read_bytes()
 
@@ -546,9 +548,9 @@ def test_a_fork_of_a_version_1_source_whose_migration_needs_a_later_value_takes_
     source's values are migrated together: the fork is what that gives, once."""
     later = {"type": "compaction", "timestamp": "t", "summary": "s", "firstKeptEntryIndex": 44}
     source = _version_1(tmp_path, later, {"type": "custom", "customType": "a"}, {"type": "custom"})
-    from pi_session_server.session import manager as manager_module
+    from pi_session_server.session import fork_source
 
-    monkeypatch.setattr(manager_module, "_FORK_BATCH", 1)  # each line appended as it is made
+    monkeypatch.setattr(fork_source, "_FORK_BATCH", 1)  # each line appended as it is made
     reads = _whole_file_reads(monkeypatch)
     lines = _fork_lines(source, tmp_path / "forks", "f1")
     assert len(reads) == 1
@@ -571,9 +573,9 @@ def test_a_fork_ends_its_sources_last_line_before_it_refuses_an_id(tmp_path: Pat
 
 def _a_source_read_that_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """The source's values fail to be read on (an I/O error) after a few were written."""
-    from pi_session_server.session import manager as manager_module
+    from pi_session_server.session import fork_source
 
-    read_values = manager_module.iter_kept_values
+    read_values = fork_source.iter_kept_values
 
     def failing(fd: int) -> Any:
         for count, value in enumerate(read_values(fd)):
@@ -581,7 +583,7 @@ def _a_source_read_that_fails(monkeypatch: pytest.MonkeyPatch) -> None:
                 raise OSError(errno.EIO, "Input/output error")
             yield value
 
-    monkeypatch.setattr(manager_module, "iter_kept_values", failing)
+    monkeypatch.setattr(fork_source, "iter_kept_values", failing)
 
 
 def _a_disk_that_fills(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -608,11 +610,11 @@ def test_a_fork_that_fails_while_it_is_written_leaves_no_part_of_itself(
     """A fork whose source cannot be read on, or whose lines cannot all be written, raises and
     leaves no file in the sessions' directory: a part of the source's entries under a valid header
     would be listed as a session of its own. The source is left as it was."""
-    from pi_session_server.session import manager as manager_module
+    from pi_session_server.session import fork_source
 
     source = make(tmp_path)
     before = source.read_bytes()
-    monkeypatch.setattr(manager_module, "_FORK_BATCH", 1)  # each line appended as it is made
+    monkeypatch.setattr(fork_source, "_FORK_BATCH", 1)  # each line appended as it is made
     failure(monkeypatch)
     forks = tmp_path / "forks"
     with pytest.raises(OSError):
@@ -625,11 +627,11 @@ def test_a_failed_fork_leaves_a_file_another_program_put_at_its_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What is removed is the fork's own file: one put at its name meanwhile stays."""
-    from pi_session_server.session import manager as manager_module
+    from pi_session_server.session import fork_source
 
     source = _version_2(tmp_path)
-    monkeypatch.setattr(manager_module, "_FORK_BATCH", 1)
-    read_values = manager_module.iter_kept_values
+    monkeypatch.setattr(fork_source, "_FORK_BATCH", 1)
+    read_values = fork_source.iter_kept_values
     forks = tmp_path / "forks"
 
     def replaced_then_failing(fd: int) -> Any:
@@ -642,7 +644,7 @@ def test_a_failed_fork_leaves_a_file_another_program_put_at_its_name(
                 raise OSError(errno.EIO, "Input/output error")
             yield value
 
-    monkeypatch.setattr(manager_module, "iter_kept_values", replaced_then_failing)
+    monkeypatch.setattr(fork_source, "iter_kept_values", replaced_then_failing)
     with pytest.raises(OSError):
         SessionManager.fork_from(str(source), "/t", str(forks), {"id": "f1"})
     assert [p.read_bytes() for p in forks.iterdir()] == [b"another program's\n"]

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from pi_session_server.session import SessionManager
-from pi_session_server.session import manager as manager_module
+from pi_session_server.session import SessionManager, file_load
 
 HEADER = b'{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}\n'
 
@@ -29,7 +28,7 @@ def test_lines_appended_during_the_open_come_with_the_next_refresh(
     path = tmp_path / "s.jsonl"
     last = line("b", "a")
     path.write_bytes(HEADER + line("a", None) + (last if terminated else last[:-1]))
-    real_load = manager_module.load_lazy
+    real_load = file_load.load_lazy
 
     def load_then_someone_appends(*args: Any, **kwargs: Any) -> Any:
         loaded = real_load(*args, **kwargs)
@@ -37,7 +36,7 @@ def test_lines_appended_during_the_open_come_with_the_next_refresh(
             f.write((b"" if terminated else b"\n") + line("c", "b"))
         return loaded
 
-    monkeypatch.setattr(manager_module, "load_lazy", load_then_someone_appends)
+    monkeypatch.setattr(file_load, "load_lazy", load_then_someone_appends)
     m = SessionManager.open(str(path), read_only=True)
     assert [e.id for e in m.get_entries()] == ["a", "b"]
     change = m.refresh_from_disk()

@@ -21,8 +21,7 @@ from pi_session_server.cli import main
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsjson import dumps_bytes
 from pi_session_server.format.scan import observing_lines
-from pi_session_server.session import loader
-from pi_session_server.session import manager as manager_module
+from pi_session_server.session import file_load, loader
 from pi_session_server.session.manager import SessionManager
 from pi_session_server.session.tree import TreeNode
 
@@ -181,7 +180,7 @@ def no_whole_file_read(monkeypatch: pytest.MonkeyPatch) -> None:
     def whole_file_read(fd: int) -> None:
         raise AssertionError("a version 2 file's values are read whole")
 
-    monkeypatch.setattr(manager_module, "load_exact", whole_file_read)
+    monkeypatch.setattr(file_load, "load_exact", whole_file_read)
 
 
 def _held(path: Path, index: bool | Path) -> SessionManager:
@@ -255,7 +254,7 @@ def test_every_public_result_is_the_held_loads(
     held = _public(_held(path, index))
     for _ in range(2):  # (the second open reads the index the first one wrote, when there is one)
         with monkeypatch.context() as patch:
-            patch.setattr(manager_module, "load_exact", None)  # lazy: the whole-file read is not made
+            patch.setattr(file_load, "load_exact", None)  # lazy: the whole-file read is not made
             lazy = SessionManager.open(str(path), read_only=True, index=index)
         assert _public(lazy) == held
     if index:
@@ -295,7 +294,7 @@ def test_the_commands_print_what_they_print_of_the_held_load(
         held = [_cli(capsys, *command) for command in commands]
     for _ in range(2):
         with monkeypatch.context() as patch:
-            patch.setattr(manager_module, "load_exact", None)
+            patch.setattr(file_load, "load_exact", None)
             assert [_cli(capsys, *command) for command in commands] == held
     assert path.read_bytes() == data
 
