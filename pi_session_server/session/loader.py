@@ -188,15 +188,14 @@ class VersionOneLineSource(MigratingLineSource):
         super().__init__(path, fd, 2.0)  # (what is left of a value's migration once it is linked)
         self._header_id = header.get("id", ABSENT)
         self._links: DrawnVersionOneLinks | None = None
-        self._offsets = array("q")  # each linked entry's line's offset, in file order
+        self._offsets = array("q")  # each entry's line's offset, in file order
         self._positions = array("q")  # its position among the file's kept values
-        self._drawn: list[tuple[str, Any] | None] = []  # its id and parent (None: a session's)
 
     def read_line(self, offset: int, length: int) -> Any:
         value = FileLineSource.read_line(self, offset, length)
         at = bisect_left(self._offsets, offset)
         if self._links is not None and at < len(self._offsets) and self._offsets[at] == offset:
-            self._links.migrate(value, self._positions[at], self._drawn[at])
+            self._links.migrate(value, self._positions[at])
         return value
 
     def migrate_loaded(self, entries: list[Entry], problems: list[LineProblem] | None = None) -> None:
@@ -212,20 +211,21 @@ class VersionOneLineSource(MigratingLineSource):
             while next_other is not None and next_other < entry.line:
                 links.draw("other")
                 next_other = next(others, None)
-            position = links.positions
-            drawn = links.draw("session" if entry.type == "session" else "entry", entry.id)
             self._offsets.append(entry.offset)
-            self._positions.append(position)
-            self._drawn.append(drawn)
+            self._positions.append(links.positions)
             if entry.is_loaded:
-                held.append((entry, position, drawn))
-            elif drawn is not None:
+                held.append((entry, links.positions))
+                links.draw("session" if entry.type == "session" else "entry", entry.id)
+                continue
+            drawn = links.draw("session" if entry.type == "session" else "entry", entry.id)
+            if drawn is not None:
                 entry.id, entry.parent_id = drawn
         while next_other is not None:  # (a compaction may name one after the last entry)
             links.draw("other")
             next_other = next(others, None)
-        for entry, position, drawn in held:  # (after every position's link: a compaction names a later one)
-            links.migrate(entry.value, position, drawn)
+        links.drawn()
+        for entry, position in held:  # (after every position's link: a compaction names a later one)
+            links.migrate(entry.value, position)
             entry.refresh_envelope()
         super().migrate_loaded([entry for entry in entries if not entry.is_loaded])
 

@@ -257,15 +257,16 @@ class DrawnVersionOneLinks:
     (:meth:`draw`), after every id the file carries (``carried``). The ids are drawn as
     :func:`migrate_to_current_version` draws them (same positions, same source, every carried id
     known first), so a value migrated here (:meth:`migrate`) is the one the migration of the values
-    together gives. Holds, per position, what a compaction naming it keeps: from a later position,
-    the id it carries (not migrated yet, as the migration of the values in order finds it), from
-    an earlier one the id drawn (shared with its entry)."""
+    together gives. Holds, per position, the link drawn and what a compaction naming it keeps: from
+    a later position, the id it carries (not migrated yet, as the migration of the values in order
+    finds it), from an earlier one the id drawn (shared with its entry)."""
 
     def __init__(self, header_id: Any, carried: Iterable[str]) -> None:
         taken = [header_id] if isinstance(header_id, str) else []
-        self._ids = _MigrationIds(header_id, [*taken, *carried])
+        self._ids: _MigrationIds | None = _MigrationIds(header_id, [*taken, *carried])
         self._kept_ids: list[Any] = [_UNCHANGED]  # position 0: the header
         self._carried_ids: list[Any] = [_UNCHANGED]
+        self._parents: list[Any] = [None]  # an entry's parent (None for a value that is no entry)
         self._parent: Any = None
 
     @property
@@ -277,9 +278,11 @@ class DrawnVersionOneLinks:
         """The next position's: ``kind`` "entry" (an object other than a session, which carries the
         id ``carried``: its id and its parent given, as a pair), "session" (an object of type
         session: none) or "other" (a kept value that is no object: none)."""
+        assert self._ids is not None, "drawn already"
         if kind == "entry":
             new_id = self._ids.at(len(self._kept_ids))
             link = (new_id, self._parent)
+            self._parents.append(self._parent)
             self._parent = new_id
             self._kept_ids.append(new_id)
             self._carried_ids.append(carried)
@@ -287,16 +290,24 @@ class DrawnVersionOneLinks:
         kept = _UNCHANGED if kind == "session" else ABSENT
         self._kept_ids.append(kept)
         self._carried_ids.append(kept)
+        self._parents.append(None)
         return None
 
-    def migrate(self, value: Any, position: int, link: tuple[str, Any] | None) -> None:
-        """Migrate in place ``value``, the file's value at ``position``, drawn ``link``."""
+    def drawn(self) -> None:
+        """Every position is drawn: the ids the draw passed over are no longer needed."""
+        self._ids = None
+
+    def migrate(self, value: Any, position: int) -> None:
+        """Migrate in place ``value``, the file's value at ``position``."""
         if not isinstance(value, dict):
             return
-        if link is not None and value.get("type", ABSENT) != "session":
-            _link(value, position, link[0], link[1], lambda index: self._kept_id_at(index, position))
-        elif value.get("type", ABSENT) == "session":
+        if value.get("type", ABSENT) == "session":
             _set_key(value, "version", 2)
+        else:
+            new_id = self._kept_ids[position]
+            if type(new_id) is str:  # (else the line read is not the one drawn: its envelope says)
+                parent = self._parents[position]
+                _link(value, position, new_id, parent, lambda index: self._kept_id_at(index, position))
         _migrate_v2_to_v3([value])
 
     def _kept_id_at(self, index: Any, position: int) -> Any:
