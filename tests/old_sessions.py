@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_session_server.cli import main
+from pi_session_server.format.jsjson import dumps_bytes
+from pi_session_server.session import loader
+from pi_session_server.session.manager import SessionManager
+from pi_session_server.session.tree import TreeNode
 
 # the conformance kit's sessions written by pi, committed with its vectors
 KIT_FIXTURES = Path(__file__).resolve().parent / "conformance" / "vectors" / "fixtures"
@@ -24,3 +34,47 @@ def as_version_2(data: bytes) -> bytes:
                 line = line.replace(b'"message":{"role":"user"', hook, 1)
         out.append(line)
     return b"".join(out)
+
+
+def held_open(path: Path, index: bool | Path) -> SessionManager:
+    """The session of ``path`` opened read-only holding its migrated values (a small file's open)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(loader, "KEEP_BYTES_LIMIT", 1 << 62)
+        return SessionManager.open(str(path), read_only=True, index=index)
+
+
+def tree_rows(nodes: list[TreeNode]) -> Iterator[Any]:
+    stack = list(reversed(nodes))
+    while stack:
+        node = stack.pop()
+        yield dumps_bytes(node.entry.value), node.label, node.label_timestamp, len(node.children)
+        stack.extend(reversed(node.children))
+
+
+def public_results(session: SessionManager) -> dict[str, Any]:
+    """What the session gives, its values as JSON text (a line may be nested deeper than Python
+    compares)."""
+    entries = session.get_entries()
+    return {
+        "header": dumps_bytes(session.get_header()),
+        "id": session.get_session_id(),
+        "entries": [(dumps_bytes(e.value), e.line, e.type, e.id, e.parent_id, e.role) for e in entries],
+        "tree": list(tree_rows(session.get_tree())),
+        "leaf": session.get_leaf_id(),
+        "branch": [dumps_bytes(e.value) for e in session.get_branch()],
+        "context": dumps_bytes(session.build_session_context()),
+        "projection": dumps_bytes(session.build_session_projection()),
+        "labels": [(session.get_label(e.id), session.get_label_timestamp(e.id)) for e in entries],
+        "children": [[c.id for c in session.get_children(e.id)] for e in entries],
+        "name": session.get_session_name(),
+        "problems": [(p.line, p.kind, p.offset, p.length) for p in session.problems],
+        "open_last_line": session.open_last_line(),
+        "make_writable": session.make_writable(),  # (False: the migration is still to write)
+    }
+
+
+def cli_output(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    code = main(list(args))
+    out = capsys.readouterr().out
+    assert code in (0, None), out
+    return out

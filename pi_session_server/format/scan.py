@@ -587,6 +587,10 @@ def line_at(fd: int, offset: int, length: int) -> bytes:
 class FileLineSource:
     """Re-reads lines of one open file by offset (the fd stays on the inode we scanned)."""
 
+    # whether lines another program appends are taken in as lines of this file (else a follower
+    # reads the file again whole)
+    reads_appended = True
+
     # no descriptor yet: what ``__del__`` finds when the open in ``__init__`` failed
     fd = -1
 
@@ -617,9 +621,10 @@ class FileLineSource:
         scan's observers)."""
         return contextlib.nullcontext()
 
-    def conform_scanned(self, entries: list[Entry]) -> None:
-        """Make ``entries``, as a scan of this file's lines made them, say what their values read
-        through :meth:`read_line` say (nothing to do here: those values are the lines' own)."""
+    def conform_scanned(self, entries: list[Entry], problems: list[LineProblem] | None = None) -> None:
+        """Make ``entries``, as a scan of this file's lines made them (with the lines that are no
+        entries, ``problems``), say what their values read through :meth:`read_line` say
+        (nothing to do here: those values are the lines' own)."""
 
     def found_other_line(self) -> None:
         """A line read is not the entry loaded from it: the file changed underneath, or the index

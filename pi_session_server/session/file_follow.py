@@ -200,6 +200,8 @@ class FileFollowing(FileLoading):
             os.close(fd)
 
     def _ingest_appended(self, path: str, st: os.stat_result) -> FileChange:
+        if self._source is not None and not self._source.reads_appended:
+            return self._reload(path)
         try:
             result = self._scan_appended(path, self._known_end, st.st_size)
         except StaleFileError:

@@ -37,7 +37,6 @@ from .migrate import (
     StreamedMigration,
     becomes_current,
     migrate_to_current_version,
-    migrates_each_value_alone,
     needs_migration,
     not_an_entry,
     session_version,
@@ -157,15 +156,10 @@ class FileLoading(EntryIndex, FileTracking):
 
     def _reads_migrated(self, peek: Any) -> bool:
         """Whether a file to migrate (its header ``peek``) is loaded as a current one, its values
-        migrated as they are read (see loader.MigratingLineSource): read-only, a migration that
-        changes each value alone (version 2), and a file whose lines would not keep their bytes
-        (D15). A smaller one's values are held, as its lines' bytes would be: a pi migrating it
-        in place meanwhile takes none of them away."""
-        return (
-            self.read_only
-            and migrates_each_value_alone(session_version([peek.value]))
-            and not loader.keeps_line_bytes(peek.size)
-        )
+        migrated as they are read (see loader.MigratingLineSource): read-only, and a file whose
+        lines would not keep their bytes (D15). A smaller one's values are held, as its lines'
+        bytes would be: a pi migrating it in place meanwhile takes none of them away."""
+        return self.read_only and not loader.keeps_line_bytes(peek.size)
 
     def _load_current(
         self, fd: int, path: str, peek: Any, read_at: os.stat_result, migrate_from: float | None = None
@@ -260,6 +254,8 @@ class FileLoading(EntryIndex, FileTracking):
         self._session_id = exact.values[0]["id"]
         self.problems = exact.problems(rewritten)
         self._load_writes_skipped = not rewritten
+        if replaced is None:  # (lines another program appends are read migrated too)
+            self._source = loader.migrating_source(path, os.dup(fd), exact.values[0], exact.version)
         if replaced is not None:
             self._track_file(path, len(exact.lines), replaced.written)
         else:

@@ -10,13 +10,15 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
 
 from ..errors import fs_error_from_oserror
-from ..format.entry import Entry, MessageHead, head_for
+from ..format.entry import Entry, LineBytes, MessageHead, head_for
 from ..format.jsjson import dumps_bytes
 from ..format.jsvalue import ABSENT
 from ..format.scan import (
@@ -32,7 +34,7 @@ from ..format.scan import (
 from .cache_dir import IndexSettings
 from .environment import Environment, on_disk
 from .index_rows import IndexedRows
-from .migrate import StreamedMigration, migrate_value
+from .migrate import DrawnVersionOneLinks, StreamedMigration, migrate_value, session_version
 from .scan_index import scan_with_index
 
 
@@ -122,6 +124,10 @@ class MigratingLineSource(FileLineSource):
     type), and a scan's observer is given no line (:meth:`scanning`): what they show of an entry is
     made from its value, read through :meth:`read_line`, migrated."""
 
+    # whether the entries' ids are the ones their lines carry (else drawn at each open: no
+    # persistent index of them is read or kept)
+    keeps_line_ids = True
+
     def __init__(self, path: str, fd: int, version: float) -> None:
         super().__init__(path, fd)
         self.version = version
@@ -137,12 +143,18 @@ class MigratingLineSource(FileLineSource):
         tree's previews are then made from the values, read migrated)."""
         return observing_lines(_left_unobserved)
 
-    def conform_scanned(self, entries: list[Entry]) -> None:
+    def conform_scanned(
+        self,
+        entries: list[Entry],
+        problems: list[LineProblem] | None = None,  # noqa: ARG002 (no line that is no entry changes what one is)
+    ) -> None:
         """Migrate ``entries`` as a scan of this file's lines made them: a value the scan holds (a
         line its envelope decoder does not take: too deep, ...) is migrated; the others' message
         entries are given the head their migrated value carries."""
         migrated: dict[int, MessageHead] = {}  # by the head's id: most entries share a few heads
         for entry in entries:
+            if type(entry._body) is LineBytes:
+                entry.hold()  # (a small file's appended line: its bytes are not the migrated value)
             if entry.is_loaded:
                 migrate_value(entry.value, self.version)
                 entry.refresh_envelope()
@@ -163,6 +175,73 @@ class MigratingLineSource(FileLineSource):
         migrate_value({"type": "message", "message": message}, self.version)
         role = message.get("role", ABSENT)
         return head if role is head.role else head_for(role)
+
+
+class VersionOneLineSource(MigratingLineSource):
+    """The lines of a version 1 file, each value migrated as it is read again (see
+    :class:`MigratingLineSource`). Version 1 to 2 gives each entry an id, the entry before it as
+    its parent, and a compaction the id of the entry its ``firstKeptEntryIndex`` names: the ids are
+    drawn once the file's lines are scanned (:meth:`conform_scanned`), from its kept values' kinds
+    in order (non-objects count as positions), as the migration of the values together draws
+    them; each value read is then linked by its line's offset. Lines another program appends are
+    not migrated a line at a time (a later line's id may be one drawn already): the file is read
+    again whole (:attr:`reads_appended`)."""
+
+    reads_appended = False
+    keeps_line_ids = False
+
+    def __init__(self, path: str, fd: int, header: dict[str, Any]) -> None:
+        super().__init__(path, fd, 2.0)  # (what is left of a value's migration once it is linked)
+        self._header_id = header.get("id", ABSENT)
+        self._links: DrawnVersionOneLinks | None = None
+        self._offsets = array("q")  # each entry's line's offset, in file order
+        self._positions = array("q")  # its position among the file's kept values
+
+    def read_line(self, offset: int, length: int) -> Any:
+        value = FileLineSource.read_line(self, offset, length)
+        at = bisect_left(self._offsets, offset)
+        if self._links is not None and at < len(self._offsets) and self._offsets[at] == offset:
+            self._links.migrate(value, self._positions[at])
+        return value
+
+    def conform_scanned(self, entries: list[Entry], problems: list[LineProblem] | None = None) -> None:
+        """Draw the links of ``entries`` (the scan's, after the header) and of the values that are
+        no object among them (``problems``' "non_object" lines: they count as positions), give
+        each entry the id and parent drawn, and migrate the values the scan holds."""
+        carried = (entry.id for entry in entries if isinstance(entry.id, str))
+        links = self._links = DrawnVersionOneLinks(self._header_id, carried)
+        others = iter(sorted(p.line for p in problems or () if p.kind == "non_object"))
+        next_other = next(others, None)
+        held = []
+        for entry in entries:
+            while next_other is not None and next_other < entry.line:
+                links.draw("other")
+                next_other = next(others, None)
+            self._offsets.append(entry.offset)
+            self._positions.append(links.positions)
+            if entry.is_loaded:
+                held.append((entry, links.positions))
+                links.draw("session" if entry.type == "session" else "entry", entry.id)
+                continue
+            drawn = links.draw("session" if entry.type == "session" else "entry", entry.id)
+            if drawn is not None:
+                entry.id, entry.parent_id = drawn
+        while next_other is not None:  # (a compaction may name one after the last entry)
+            links.draw("other")
+            next_other = next(others, None)
+        links.drawn()
+        for entry, position in held:  # (after every position's link: a compaction names a later one)
+            links.migrate(entry.value, position)
+            entry.refresh_envelope()
+        super().conform_scanned([entry for entry in entries if not entry.is_loaded])
+
+
+def migrating_source(path: str, fd: int, header: dict[str, Any], version: float) -> MigratingLineSource:
+    """The lines of the file at ``fd`` (owned by the source), of ``version``, read migrated by the
+    header ``header`` (as the file holds it)."""
+    if version < 2:
+        return VersionOneLineSource(path, fd, header)
+    return MigratingLineSource(path, fd, version)
 
 
 def _left_unobserved(entry: Entry, line: memoryview) -> None:
@@ -187,13 +266,17 @@ def load_lazy(
     again from its line when asked for (no line's bytes kept, no rows: each entry's head is
     migrated as it is loaded)."""
     source: FileLineSource
+    ids_of_lines = True  # whether the entries' ids are those their lines carry
     if migrate_from is None:
         source = FileLineSource(path, os.dup(fd))
         keep_bytes = keeps_line_bytes(peek.size)
     else:
-        source = MigratingLineSource(path, os.dup(fd), migrate_from)
+        source = migrating_source(path, os.dup(fd), peek.value, migrate_from)
         keep_bytes = lazy = False
-        migrate_value(peek.value, migrate_from)
+        migrate_value(peek.value, source.version)
+        if not source.keeps_line_ids:
+            ids_of_lines = False
+            index = None  # its ids are drawn at each open, as a load holding its values draws them
     if index is not None:
         source.index_dir = index.directory
     with source.scanning():
@@ -208,7 +291,7 @@ def load_lazy(
             lazy=lazy,
         )
     entries = result.entries
-    source.conform_scanned(entries)
+    source.conform_scanned(entries, result.problems)
     entries.insert(0, Entry.of(peek.value, line=peek.line))  # in place: no second list of every entry
     total_lines = peek.line + 1 + result.lines
     return (
@@ -219,7 +302,7 @@ def load_lazy(
             total_lines,
             result.end if not result.tail else result.end + len(result.tail),
             ends_without_newline(fd, peek.size),
-            result.index,
+            result.index if ids_of_lines else None,
             result.rows,
         ),
         source,
@@ -233,6 +316,7 @@ class ExactLoad(msgspec.Struct):
     lines: list[RawLine]  # non-blank physical lines, in order (an object's without its bytes: its value)
     needs_newline: bool
     physical_lines: int = 0  # every line of the file as read, blank ones included
+    version: float = 3.0  # the file's (migrate.session_version), read before its values are migrated
 
     def line_numbers(self, rewritten: bool) -> list[int]:
         """The line each of :attr:`lines` is on: in the file as read, or after a D7 rewrite (which
@@ -271,7 +355,7 @@ def load_exact(fd: int) -> ExactLoad:
                     raw.data = b""  # its value is what is used (rewritten, made an entry): not held twice
     except OSError as err:
         raise fs_error_from_oserror(err, "read", None) from err
-    return ExactLoad(values, lines, needs_newline, line_no + 1)
+    return ExactLoad(values, lines, needs_newline, line_no + 1, session_version(values[:1]))
 
 
 def iter_kept_values(fd: int) -> Iterator[Any]:

@@ -178,19 +178,28 @@ class _VersionOneLinks:
             _set_key(entry, "version", 2)
             return _UNCHANGED
         new_id = self._ids.at(position)
-        _set_key(entry, "id", new_id)
-        _set_key(entry, "parentId", self._parent)
+        _link(entry, position, new_id, self._parent, self._kept_id_at)
         self._parent = new_id
-        if entry.get("type", ABSENT) == "compaction":
-            index = entry.get("firstKeptEntryIndex", ABSENT)
-            if type(index) in (int, float):
-                kept_id = _kept_id_of(entry) if index == position else self._kept_id_at(index)
-                if kept_id is ABSENT:
-                    entry.pop("firstKeptEntryId", None)
-                elif kept_id is not _UNCHANGED:
-                    _set_key(entry, "firstKeptEntryId", kept_id)
-                del entry["firstKeptEntryIndex"]
         return new_id
+
+
+def _link(
+    entry: dict[str, Any], position: int, new_id: str, parent: Any, kept_id_at: Callable[[Any], Any]
+) -> None:
+    """v1 -> v2 of ``entry`` (no header), the file's value at ``position``: its id ``new_id``, its
+    parent ``parent``, a compaction's ``firstKeptEntryIndex`` made the id of the value at that
+    position (``kept_id_at``: what :func:`_kept_id_of` gives for the value at another index)."""
+    _set_key(entry, "id", new_id)
+    _set_key(entry, "parentId", parent)
+    if entry.get("type", ABSENT) == "compaction":
+        index = entry.get("firstKeptEntryIndex", ABSENT)
+        if type(index) in (int, float):
+            kept_id = new_id if index == position else kept_id_at(index)
+            if kept_id is ABSENT:
+                entry.pop("firstKeptEntryId", None)
+            elif kept_id is not _UNCHANGED:
+                _set_key(entry, "firstKeptEntryId", kept_id)
+            del entry["firstKeptEntryIndex"]
 
 
 def _migrate_v1_to_v2(entries: list[Any], file_values: bool) -> None:
@@ -240,6 +249,74 @@ class StreamedMigration:
         if index < 0:
             return _UNCHANGED
         raise LaterValueNeeded(f"a compaction names the value at {index}, after it")
+
+
+class DrawnVersionOneLinks:
+    """v1 -> current of a file's values one at a time, in any order, from what a scan of its lines
+    keeps without their values: each kept value's kind and the id it carries, in order
+    (:meth:`draw`), after every id the file carries (``carried``). The ids are drawn as
+    :func:`migrate_to_current_version` draws them (same positions, same source, every carried id
+    known first), so a value migrated here (:meth:`migrate`) is the one the migration of the values
+    together gives. Holds, per position, the link drawn and what a compaction naming it keeps: from
+    a later position, the id it carries (not migrated yet, as the migration of the values in order
+    finds it), from an earlier one the id drawn (shared with its entry)."""
+
+    def __init__(self, header_id: Any, carried: Iterable[str]) -> None:
+        taken = [header_id] if isinstance(header_id, str) else []
+        self._ids: _MigrationIds | None = _MigrationIds(header_id, [*taken, *carried])
+        self._kept_ids: list[Any] = [_UNCHANGED]  # position 0: the header
+        self._carried_ids: list[Any] = [_UNCHANGED]
+        self._parents: list[Any] = [None]  # an entry's parent (None for a value that is no entry)
+        self._parent: Any = None
+
+    @property
+    def positions(self) -> int:
+        """The positions drawn so far, the header's included."""
+        return len(self._kept_ids)
+
+    def draw(self, kind: str, carried: Any = ABSENT) -> tuple[str, Any] | None:
+        """The next position's: ``kind`` "entry" (an object other than a session, which carries the
+        id ``carried``: its id and its parent given, as a pair), "session" (an object of type
+        session: none) or "other" (a kept value that is no object: none)."""
+        assert self._ids is not None, "drawn already"
+        if kind == "entry":
+            new_id = self._ids.at(len(self._kept_ids))
+            link = (new_id, self._parent)
+            self._parents.append(self._parent)
+            self._parent = new_id
+            self._kept_ids.append(new_id)
+            self._carried_ids.append(carried)
+            return link
+        kept = _UNCHANGED if kind == "session" else ABSENT
+        self._kept_ids.append(kept)
+        self._carried_ids.append(kept)
+        self._parents.append(None)
+        return None
+
+    def drawn(self) -> None:
+        """Every position is drawn: the ids the draw passed over are no longer needed."""
+        self._ids = None
+
+    def migrate(self, value: Any, position: int) -> None:
+        """Migrate in place ``value``, the file's value at ``position``."""
+        if not isinstance(value, dict):
+            return
+        if value.get("type", ABSENT) == "session":
+            _set_key(value, "version", 2)
+        else:
+            new_id = self._kept_ids[position]
+            if type(new_id) is str:  # (else the line read is not the one drawn: its envelope says)
+                parent = self._parents[position]
+                _link(value, position, new_id, parent, lambda index: self._kept_id_at(index, position))
+        _migrate_v2_to_v3([value])
+
+    def _kept_id_at(self, index: Any, position: int) -> Any:
+        """What a compaction at ``position`` naming the value at ``index`` keeps."""
+        if isinstance(index, float) and not index.is_integer():
+            return _UNCHANGED  # (no value there, as _at finds)
+        if not 0 <= index < len(self._kept_ids):
+            return _UNCHANGED
+        return (self._kept_ids if index < position else self._carried_ids)[int(index)]
 
 
 def not_an_entry(value: Any, assigned: str) -> ValueTypeError:

@@ -10,20 +10,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from old_sessions import KIT_FIXTURES, as_version_2
+from old_sessions import KIT_FIXTURES, as_version_2, cli_output, held_open, public_results
 
-from pi_session_server.cli import main
 from pi_session_server.format.entry import Entry
-from pi_session_server.format.jsjson import dumps_bytes
 from pi_session_server.format.scan import observing_lines
 from pi_session_server.session import file_load, loader
 from pi_session_server.session.manager import SessionManager
-from pi_session_server.session.tree import TreeNode
 
 
 def _line(value: Any) -> str:
@@ -183,43 +179,6 @@ def no_whole_file_read(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(file_load, "load_exact", whole_file_read)
 
 
-def _held(path: Path, index: bool | Path) -> SessionManager:
-    """The session of ``path`` opened read-only holding its migrated values (a small file's open)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(loader, "KEEP_BYTES_LIMIT", 1 << 62)
-        return SessionManager.open(str(path), read_only=True, index=index)
-
-
-def _tree(nodes: list[TreeNode]) -> Iterator[Any]:
-    stack = list(reversed(nodes))
-    while stack:
-        node = stack.pop()
-        yield dumps_bytes(node.entry.value), node.label, node.label_timestamp, len(node.children)
-        stack.extend(reversed(node.children))
-
-
-def _public(session: SessionManager) -> dict[str, Any]:
-    """What the session gives, its values as JSON text (a line may be nested deeper than Python
-    compares)."""
-    entries = session.get_entries()
-    return {
-        "header": dumps_bytes(session.get_header()),
-        "id": session.get_session_id(),
-        "entries": [(dumps_bytes(e.value), e.line, e.type, e.id, e.parent_id, e.role) for e in entries],
-        "tree": list(_tree(session.get_tree())),
-        "leaf": session.get_leaf_id(),
-        "branch": [dumps_bytes(e.value) for e in session.get_branch()],
-        "context": dumps_bytes(session.build_session_context()),
-        "projection": dumps_bytes(session.build_session_projection()),
-        "labels": [(session.get_label(e.id), session.get_label_timestamp(e.id)) for e in entries],
-        "children": [[c.id for c in session.get_children(e.id)] for e in entries],
-        "name": session.get_session_name(),
-        "problems": [(p.line, p.kind, p.offset, p.length) for p in session.problems],
-        "open_last_line": session.open_last_line(),
-        "make_writable": session.make_writable(),  # (False: the migration is still to write)
-    }
-
-
 @pytest.fixture(params=[False, True], ids=["no-index", "index"])
 def index(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> bool | Path:
     if not request.param:
@@ -251,22 +210,15 @@ def test_every_public_result_is_the_held_loads(
 ) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(data)
-    held = _public(_held(path, index))
+    held = public_results(held_open(path, index))
     for _ in range(2):  # (the second open reads the index the first one wrote, when there is one)
         with monkeypatch.context() as patch:
             patch.setattr(file_load, "load_exact", None)  # lazy: the whole-file read is not made
             lazy = SessionManager.open(str(path), read_only=True, index=index)
-        assert _public(lazy) == held
+        assert public_results(lazy) == held
     if index:
         assert any(Path(index).iterdir())  # the lazy opens kept an index of the file
     assert path.read_bytes() == data
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
-    code = main(list(args))
-    out = capsys.readouterr().out
-    assert code in (0, None), out
-    return out
 
 
 @pytest.mark.parametrize(("name", "data"), VERSION_2_SESSIONS, ids=[n for n, _ in VERSION_2_SESSIONS])
@@ -291,16 +243,22 @@ def test_the_commands_print_what_they_print_of_the_held_load(
     ]
     with monkeypatch.context() as patch:
         patch.setattr(loader, "KEEP_BYTES_LIMIT", 1 << 62)
-        held = [_cli(capsys, *command) for command in commands]
+        held = [cli_output(capsys, *command) for command in commands]
     for _ in range(2):
         with monkeypatch.context() as patch:
             patch.setattr(file_load, "load_exact", None)
-            assert [_cli(capsys, *command) for command in commands] == held
+            assert [cli_output(capsys, *command) for command in commands] == held
     assert path.read_bytes() == data
 
 
-@pytest.mark.usefixtures("large_files")
-def test_a_line_appended_to_a_version_2_file_read_lazily_is_read_migrated(tmp_path: Path) -> None:
+@pytest.mark.parametrize("large", [False, True], ids=["held", "lazy"])
+def test_a_line_appended_to_a_version_2_file_viewed_is_read_migrated(
+    tmp_path: Path, large: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held (a small file's view) or lazy, a line another program appends is read as the
+    migration leaves it."""
+    if large:
+        monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)
     path = tmp_path / "s.jsonl"
     path.write_bytes(_crafted())
     session = SessionManager.open(str(path), read_only=True, index=False)
