@@ -243,14 +243,21 @@ class ExactLoad(msgspec.Struct):
 
     def problems(self, rewritten: bool) -> list[LineProblem]:
         """What the lazy loader reports for the same lines: every non-blank line that is not an
-        object entry (the header is the first kept object)."""
+        object entry (the header is the first kept object). After a rewrite, where the line is in
+        the file written (:func:`rewrite_chunks`), as a load of that file finds it."""
+        places = [n for n, raw in enumerate(self.lines) if not (raw.kind == "kept" and isinstance(raw.value, dict))]
+        if not places:
+            return []  # (no line written again to find where one is)
         problems = []
-        for line_no, raw in zip(self.line_numbers(rewritten), self.lines, strict=True):
-            if raw.kind == "kept" and isinstance(raw.value, dict):
-                continue
-            problem = problem_for(raw)
-            problem.line = line_no
-            problems.append(problem)
+        offset = 0  # in the file written
+        numbers = self.line_numbers(rewritten)
+        for line_no, raw in zip(numbers[: places[-1] + 1], self.lines, strict=False):
+            written = _rewritten_line(raw) if rewritten else b""
+            if not (raw.kind == "kept" and isinstance(raw.value, dict)):
+                problem = problem_for(classify_line(line_no, offset, written[:-1]) if rewritten else raw)
+                problem.line = line_no
+                problems.append(problem)
+            offset += len(written)
         return problems
 
 

@@ -1,0 +1,400 @@
+"""Random sessions as pi's version 1 and version 2 wrote them, and the paths that migrate them
+compared: each path's streamed way (a value at a time) against its held way (every value held),
+for the same file.
+
+``random_old_session(seed)`` makes a file: messages of every role (a hook's in version 2), tool
+calls and results, compactions (a version 1 one's ``firstKeptEntryIndex`` before it, after it, out
+of range, not a number), branch summaries, labels, custom entries, session names, text with
+U+2028 and other non-ASCII characters, CRLF and blank lines, and now and then some damage (two
+lines glued, a last line cut short, a line that is not JSON, in version 2 an id used twice).
+
+``PATHS_TO_COMPARE`` lists the paths: each is run on a copy of the file its streamed way and its
+held way, and what each gives (the bytes written, every public result, the problems found) must
+be equal. A new path is compared by adding it there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import random
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pi_session_server.analysis import repairs
+from pi_session_server.analysis import codes
+from pi_session_server.cli import main
+from pi_session_server.format.jsjson import dumps_bytes
+from pi_session_server.session import loader
+from pi_session_server.session import manager as manager_module
+from pi_session_server.session.manager import SessionManager
+from pi_session_server.session.tree import TreeNode
+
+# --------------------------------------------------------------------------- the files
+
+_TEXTS = [
+    "hello",
+    "a\u2028b",
+    "line\u2029sep",
+    "caf\u00e9",
+    "\U0001f600 emoji",
+    "tab\tand\nnewline",
+    "quote \" back \\ slash",
+    "",
+    "\u00a0nbsp",
+    "\ufeffbom inside",
+    "\u65e5\u672c\u8a9e",
+]
+
+
+def _text(rng: random.Random) -> str:
+    return " ".join(rng.choice(_TEXTS) for _ in range(rng.randint(1, 3)))
+
+
+def _stamp(n: int) -> str:
+    return f"2025-01-01T00:{n // 60 % 60:02d}:{n % 60:02d}.000Z"
+
+
+def _usage() -> dict[str, Any]:
+    cost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+    return {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 3, "cost": cost}
+
+
+def _message(rng: random.Random, n: int, version: int, call_ids: list[str]) -> dict[str, Any]:
+    roles = ["user", "assistant", "assistant", "toolResult", "bashExecution", "hookMessage", "custom"]
+    role = rng.choice(roles if version == 2 else roles[:-1])
+    if role == "user":
+        content: Any = _text(rng) if rng.random() < 0.5 else [{"type": "text", "text": _text(rng)}]
+        message: dict[str, Any] = {"role": "user", "content": content, "timestamp": n}
+    elif role == "assistant":
+        blocks: list[Any] = [{"type": "text", "text": _text(rng)}]
+        if rng.random() < 0.3:
+            blocks.insert(0, {"type": "thinking", "thinking": _text(rng)})
+        if rng.random() < 0.5:
+            call_id = f"call_{n}"
+            call_ids.append(call_id)
+            blocks.append({"type": "toolCall", "id": call_id, "name": "bash", "arguments": {"command": _text(rng)}})
+        message = {
+            "role": "assistant",
+            "content": blocks,
+            "provider": "p",
+            "model": rng.choice(["m", "m2"]),
+            "usage": _usage(),
+            "stopReason": "toolUse" if blocks[-1]["type"] == "toolCall" else "stop",
+            "timestamp": n,
+        }
+    elif role == "toolResult":
+        message = {
+            "role": "toolResult",
+            "toolCallId": call_ids[-1] if call_ids else "call_none",
+            "toolName": "bash",
+            "content": [{"type": "text", "text": _text(rng)}],
+            "isError": rng.random() < 0.2,
+            "timestamp": n,
+        }
+    elif role == "bashExecution":
+        message = {
+            "role": "bashExecution",
+            "command": _text(rng),
+            "output": _text(rng),
+            "exitCode": rng.choice([0, 1]),
+            "cancelled": False,
+            "truncated": False,
+            "timestamp": n,
+        }
+    else:  # a hook's message (version 3 calls it custom; version 2 files hold either)
+        message = {
+            "role": role,
+            "customType": "hook",
+            "content": _text(rng),
+            "display": rng.random() < 0.7,
+            "timestamp": n,
+        }
+    return {"type": "message", "timestamp": _stamp(n), "message": message}
+
+
+def _first_kept_index(rng: random.Random, position: int, count: int) -> Any:
+    """A version 1 compaction's firstKeptEntryIndex: mostly an earlier position, sometimes a later
+    one, itself, the header, out of range, negative, not whole, or not a number."""
+    kind = rng.random()
+    if kind < 0.6 and position > 1:
+        return rng.randrange(1, position)
+    return rng.choice([position, 0, position + 1, position + 3, count + 50, -1, 1.5, "1", None, 2.0])
+
+
+def _entry(rng: random.Random, n: int, version: int, call_ids: list[str]) -> dict[str, Any]:
+    kind = rng.choices(
+        ["message", "compaction", "branch_summary", "label", "custom", "custom_message", "session_info",
+         "thinking_level_change", "model_change"],
+        [14, 2, 1, 2, 1, 1, 1, 1, 1],
+    )[0]  # fmt: skip
+    stamp = _stamp(n)
+    if kind == "message":
+        return _message(rng, n, version, call_ids)
+    if kind == "compaction":
+        return {"type": "compaction", "timestamp": stamp, "summary": _text(rng), "tokensBefore": 100}
+    if kind == "branch_summary":
+        return {"type": "branch_summary", "timestamp": stamp, "summary": _text(rng)}
+    if kind == "label":
+        return {"type": "label", "timestamp": stamp, "label": rng.choice([_text(rng), None])}
+    if kind == "custom":
+        return {"type": "custom", "timestamp": stamp, "customType": "ext", "data": {"n": n, "t": _text(rng)}}
+    if kind == "custom_message":
+        return {
+            "type": "custom_message",
+            "timestamp": stamp,
+            "customType": "ext",
+            "content": _text(rng),
+            "display": True,
+        }
+    if kind == "session_info":
+        return {"type": "session_info", "timestamp": stamp, "name": _text(rng)}
+    if kind == "thinking_level_change":
+        return {"type": "thinking_level_change", "timestamp": stamp, "thinkingLevel": rng.choice(["off", "high"])}
+    return {"type": "model_change", "timestamp": stamp, "provider": "p", "modelId": rng.choice(["m", "m2"])}
+
+
+def _header(rng: random.Random, seed: int, version: int) -> dict[str, Any]:
+    header: dict[str, Any] = {"type": "session"}
+    if version == 2:
+        header["version"] = rng.choice([2, 2, 2, "2"])
+    elif rng.random() < 0.3:
+        header["version"] = rng.choice([1, None, 0])
+    header.update({"id": f"0000{seed:04x}-old-session", "timestamp": _stamp(0), "cwd": "/p"})
+    if version == 1:
+        header.update({"provider": "anthropic", "modelId": "m", "thinkingLevel": "off"})
+    return header
+
+
+def _link_version_1(rng: random.Random, values: list[dict[str, Any]]) -> None:
+    """Version 1 links: none but a compaction's firstKeptEntryIndex (a position in the file)."""
+    for position, value in enumerate(values):
+        if value["type"] == "compaction" and rng.random() < 0.9:
+            value["firstKeptEntryIndex"] = _first_kept_index(rng, position, len(values))
+
+
+def _link_version_2(rng: random.Random, values: list[dict[str, Any]]) -> None:
+    """Version 2 links: ids and parents (mostly the previous entry, sometimes a branch), a
+    compaction's firstKeptEntryId, a branch summary's fromId, a label's targetId; now and then an
+    id given twice."""
+    ids: list[str] = []
+    for n, value in enumerate(values[1:], start=1):
+        entry_id = f"{n:04x}{rng.randrange(1 << 16):04x}"
+        if ids and rng.random() < 0.03:
+            entry_id = rng.choice(ids)  # (damage: an id used twice)
+        parent = ids[-1] if ids else None
+        if ids and rng.random() < 0.15:
+            parent = rng.choice(ids)
+        linked = {"type": value.pop("type"), "id": entry_id, "parentId": parent}
+        rest = dict(value)
+        value.clear()
+        value.update(linked)
+        value.update(rest)
+        if value["type"] == "compaction" and ids:
+            value["firstKeptEntryId"] = rng.choice(ids)
+        elif value["type"] == "branch_summary" and ids:
+            value["fromId"] = rng.choice(ids)
+        elif value["type"] == "label" and ids:
+            value["targetId"] = rng.choice(ids)
+        ids.append(entry_id)
+
+
+def _damaged_lines(rng: random.Random, lines: list[str]) -> list[str]:
+    """Blank lines, and now and then a line that is not JSON or no object, two lines glued, or the
+    last line cut short."""
+    for _ in range(rng.choice([0, 0, 1, 2])):
+        lines.insert(rng.randrange(1, len(lines) + 1), rng.choice(["", "   ", "\t", "\r"]))
+    if rng.random() < 0.15:
+        lines.insert(rng.randrange(1, len(lines) + 1), rng.choice(["not json", "{\"type\":", "null", "1", '"s"', "[]"]))
+    if rng.random() < 0.1 and len(lines) > 2:
+        at = rng.randrange(1, len(lines) - 1)
+        lines[at : at + 2] = [lines[at] + lines[at + 1]]
+    if rng.random() < 0.1 and len(lines[-1]) > 2:
+        lines[-1] = lines[-1][: rng.randrange(1, len(lines[-1]))]
+    return lines
+
+
+def random_old_session(seed: int) -> bytes:
+    """A random version 1 or version 2 session (even seeds version 1), as pi wrote it, sometimes
+    damaged."""
+    rng = random.Random(seed)
+    version = 1 if seed % 2 == 0 else 2
+    count = rng.randint(1, 30)
+    call_ids: list[str] = []
+    values: list[dict[str, Any]] = [_header(rng, seed, version)]
+    values += [_entry(rng, n, version, call_ids) for n in range(1, count + 1)]
+    (_link_version_1 if version == 1 else _link_version_2)(rng, values)
+    lines = [json.dumps(v, ensure_ascii=False, separators=(",", ":")) for v in values]
+    if rng.random() < 0.3:
+        lines = _damaged_lines(rng, lines)
+    crlf = rng.random()
+    if crlf < 0.1:
+        lines = [line + "\r" for line in lines]  # an editor's CRLF file
+    elif crlf < 0.2:
+        lines = [line + "\r" if rng.random() < 0.3 else line for line in lines]
+    ends = rng.random() < 0.9 or not lines[-1]
+    return ("\n".join(lines) + ("\n" if ends else "")).encode("utf-8", "surrogatepass")
+
+
+# --------------------------------------------------------------------------- the paths
+
+
+def _tree(nodes: list[TreeNode]) -> Iterator[Any]:
+    stack = list(reversed(nodes))
+    while stack:
+        node = stack.pop()
+        yield dumps_bytes(node.entry.value), node.label, node.label_timestamp, len(node.children)
+        stack.extend(reversed(node.children))
+
+
+def public_results(session: SessionManager) -> dict[str, Any]:
+    """What a session gives, its values as JSON text (a line may be nested deeper than Python
+    compares)."""
+    entries = session.get_entries()
+    return {
+        "header": dumps_bytes(session.get_header()),
+        "id": session.get_session_id(),
+        "entries": [(dumps_bytes(e.value), e.line, e.type, e.id, e.parent_id, e.role) for e in entries],
+        "tree": list(_tree(session.get_tree())),
+        "leaf": session.get_leaf_id(),
+        "branch": [dumps_bytes(e.value) for e in session.get_branch()],
+        "context": dumps_bytes(session.build_session_context()),
+        "projection": dumps_bytes(session.build_session_projection()),
+        "labels": [(session.get_label(e.id), session.get_label_timestamp(e.id)) for e in entries],
+        "children": [[c.id for c in session.get_children(e.id)] for e in entries],
+        "name": session.get_session_name(),
+        "problems": problems_of(session),
+        "open_last_line": session.open_last_line(),
+        "make_writable": session.make_writable(),  # (False: the migration is still to write)
+    }
+
+
+def problems_of(session: SessionManager) -> list[tuple[Any, ...]]:
+    return [(p.line, p.kind, p.offset, p.length) for p in session.problems]
+
+
+@dataclass(frozen=True)
+class PathToCompare:
+    """A path that migrates an old file: ``run(directory, file)`` gives what it makes of ``file``
+    (a copy of the session in ``directory``), ``streamed()`` and ``held()`` the blocks in which it
+    takes its streamed way (a value at a time) and its held way (every value held)."""
+
+    name: str
+    run: Callable[[Path, Path], Any]
+    held: Callable[[], contextlib.AbstractContextManager[Any]]
+    streamed: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext
+
+
+@contextlib.contextmanager
+def _patched(target: Any, name: str, value: Any) -> Iterator[None]:
+    old = getattr(target, name)
+    setattr(target, name, value)
+    try:
+        yield
+    finally:
+        setattr(target, name, old)
+
+
+def _not_rewritten_after(*args: Any) -> bool:
+    return False  # (no other program migrates the file: no wait for one)
+
+
+def _writable_open(directory: Path, file: Path) -> Any:
+    with _patched(manager_module, "rewritten_after", _not_rewritten_after):
+        session = SessionManager.open(str(file), str(directory), index=False)
+    return {"file": file.read_bytes(), "problems": problems_of(session), "entries": len(session.get_entries())}
+
+
+def _rewrite_held() -> contextlib.AbstractContextManager[None]:
+    return _patched(manager_module, "_rewrite_streamed", lambda *args: None)
+
+
+def _read_only_open(directory: Path, file: Path) -> Any:
+    session = SessionManager.open(str(file), read_only=True, index=False)
+    return {"results": public_results(session), "file": file.read_bytes()}
+
+
+@contextlib.contextmanager
+def _read_only_streamed() -> Iterator[None]:
+    with _patched(loader, "KEEP_BYTES_LIMIT", 0):  # every file large: a version 2 one read lazily
+        yield
+
+
+def _read_only_held() -> contextlib.AbstractContextManager[None]:
+    return _patched(loader, "KEEP_BYTES_LIMIT", 1 << 62)
+
+
+def _fork(directory: Path, file: Path) -> Any:
+    forks = directory / "forks"
+    try:
+        fork = SessionManager.fork_from(str(file), "/elsewhere", str(forks), {"id": "fork"})
+    except Exception as err:  # (a source that is no session: the same error either way)
+        return {"error": repr(err), "forks": sorted(p.name for p in forks.glob("*"))}
+    lines = Path(fork.get_session_file() or "").read_bytes().split(b"\n")
+    return {"lines": lines[1:], "source": file.read_bytes()}  # (the header's timestamp is now)
+
+
+_FORK_SOURCE_VALUES = manager_module._fork_source_values
+
+
+def _fork_held() -> contextlib.AbstractContextManager[None]:
+    def held(fd: int, source: str, peek: Any, held: bool = False) -> Iterator[Any]:
+        return _FORK_SOURCE_VALUES(fd, source, peek, held=True)
+
+    return _patched(manager_module, "_fork_source_values", held)
+
+
+def _repair(*flags: str) -> Callable[[Path, Path], Any]:
+    def run(directory: Path, file: Path) -> Any:
+        out = directory / "repaired.jsonl"
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            code = main(["repair", *flags, "-o", str(out), str(file)])
+        said = printed.getvalue().replace(str(directory), "<D>")  # (each way runs in its own)
+        return {"code": code, "printed": said, "out": out.read_bytes() if out.exists() else None}
+
+    return run
+
+
+def _repair_held() -> contextlib.AbstractContextManager[None]:
+    return _patched(repairs, "_needs_later_value", lambda *args: True)
+
+
+PATHS_TO_COMPARE = [
+    PathToCompare("writable open", _writable_open, _rewrite_held),
+    PathToCompare("read-only open", _read_only_open, _read_only_held, _read_only_streamed),
+    PathToCompare("fork", _fork, _fork_held),
+    PathToCompare("repair PI015", _repair("--codes", codes.OLD_VERSION), _repair_held),
+    PathToCompare("repair --all", _repair("--all"), _repair_held),
+]
+
+
+def differences(data: bytes, work: Path, paths: list[PathToCompare] = PATHS_TO_COMPARE) -> list[str]:
+    """The paths of ``paths`` whose streamed and held ways give different results for the session
+    ``data`` (run in copies under ``work``), each with what differs."""
+    found = []
+    for path in paths:
+        results = []
+        for way, block in (("streamed", path.streamed), ("held", path.held)):
+            directory = work / path.name.replace(" ", "-") / way
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir(parents=True)
+            file = directory / "s.jsonl"
+            file.write_bytes(data)
+            with block():
+                results.append(path.run(directory, file))
+        if results[0] != results[1]:
+            found.append(f"{path.name}: {_first_difference(results[0], results[1])}")
+    return found
+
+
+def _first_difference(streamed: Any, held: Any) -> str:
+    if isinstance(streamed, dict) and isinstance(held, dict):
+        for key in streamed:
+            if streamed.get(key) != held.get(key):
+                return f"{key}: streamed {str(streamed.get(key))[:300]} held {str(held.get(key))[:300]}"
+    return f"streamed {str(streamed)[:300]} held {str(held)[:300]}"

@@ -1,0 +1,50 @@
+"""Random version 1 and version 2 sessions (tests/old_session_fuzz.py) through each path that
+migrates them: its streamed way gives what its held way gives (the bytes written, every public
+result, the problems found). ``scripts/fuzz_old_sessions.py`` runs many more seeds; each
+difference it found has a small session of its own below."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from old_session_fuzz import PATHS_TO_COMPARE, differences, random_old_session
+
+SEEDS = range(64)
+
+
+def test_the_seeds_make_both_versions_and_what_the_paths_meet() -> None:
+    """(The sessions compared below: version 1 and 2 files, with a compaction naming a later
+    position, a hook's message, CRLF, a line that is not JSON.)"""
+    made = [random_old_session(seed) for seed in SEEDS]
+    headers = [data.split(b"\n", 1)[0] for data in made]
+    assert sum(b'"version":2' in h or b'"version":"2"' in h for h in headers) == len(SEEDS) // 2
+    joined = b"".join(made)
+    for piece in (b'"firstKeptEntryIndex"', b'"role":"hookMessage"', b"\r\n", "\u2028".encode(), b'"toolCall"'):
+        assert piece in joined
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_random_old_session_is_migrated_alike_streamed_and_held(seed: int, tmp_path: Path) -> None:
+    assert differences(random_old_session(seed), tmp_path) == []
+
+
+def _path(name: str) -> list:
+    return [path for path in PATHS_TO_COMPARE if path.name == name]
+
+
+@pytest.mark.parametrize("version", [b"", b'"version":2,'], ids=["v1", "v2"])
+def test_the_problems_of_a_file_rewritten_holding_its_values_are_where_its_lines_are_now(
+    version: bytes, tmp_path: Path
+) -> None:
+    """A writable open that migrates holding the values (a version 1 file whose migration needs a
+    later value, one that holds 1e400) reports the lines that are no entries where they are in the
+    file it wrote, as the streamed one does: a blank line dropped before them, a hook's message
+    made a custom one, moved them."""
+    data = (
+        b'{"type":"session",' + version + b'"id":"s","timestamp":"t","cwd":"/p"}\n'
+        b"\n"
+        b'{"type":"message","timestamp":"t","message":{"role":"hookMessage","content":"h"}}\n'
+        b"not json\n"
+    )
+    assert differences(data, tmp_path, _path("writable open")) == []
