@@ -15,27 +15,31 @@ be equal. A new path is compared by adding it there.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import json
+import os
 import random
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pi_session_server.analysis import repairs
-from pi_session_server.analysis import codes
+from pi_session_server.analysis import codes, repairs
 from pi_session_server.cli import main
+from pi_session_server.errors import PiSessionError
 from pi_session_server.format.jsjson import dumps_bytes
 from pi_session_server.session import loader
 from pi_session_server.session import manager as manager_module
+from pi_session_server.session.cache_dir import INDEX_MIN_SIZE_ENV
 from pi_session_server.session.manager import SessionManager
 from pi_session_server.session.tree import TreeNode
 
 # --------------------------------------------------------------------------- the files
 
+_LONE_SURROGATE = "<lone surrogate>"  # written as the escape JSON.stringify writes for one
 _TEXTS = [
     "hello",
     "a\u2028b",
@@ -43,11 +47,12 @@ _TEXTS = [
     "caf\u00e9",
     "\U0001f600 emoji",
     "tab\tand\nnewline",
-    "quote \" back \\ slash",
+    'quote " back \\ slash',
     "",
     "\u00a0nbsp",
     "\ufeffbom inside",
     "\u65e5\u672c\u8a9e",
+    _LONE_SURROGATE,
 ]
 
 
@@ -77,7 +82,9 @@ def _message(rng: random.Random, n: int, version: int, call_ids: list[str]) -> d
         if rng.random() < 0.5:
             call_id = f"call_{n}"
             call_ids.append(call_id)
-            blocks.append({"type": "toolCall", "id": call_id, "name": "bash", "arguments": {"command": _text(rng)}})
+            blocks.append(
+                {"type": "toolCall", "id": call_id, "name": "bash", "arguments": {"command": _text(rng)}}
+            )
         message = {
             "role": "assistant",
             "content": blocks,
@@ -154,7 +161,11 @@ def _entry(rng: random.Random, n: int, version: int, call_ids: list[str]) -> dic
     if kind == "session_info":
         return {"type": "session_info", "timestamp": stamp, "name": _text(rng)}
     if kind == "thinking_level_change":
-        return {"type": "thinking_level_change", "timestamp": stamp, "thinkingLevel": rng.choice(["off", "high"])}
+        return {
+            "type": "thinking_level_change",
+            "timestamp": stamp,
+            "thinkingLevel": rng.choice(["off", "high"]),
+        }
     return {"type": "model_change", "timestamp": stamp, "provider": "p", "modelId": rng.choice(["m", "m2"])}
 
 
@@ -163,7 +174,7 @@ def _header(rng: random.Random, seed: int, version: int) -> dict[str, Any]:
     if version == 2:
         header["version"] = rng.choice([2, 2, 2, "2"])
     elif rng.random() < 0.3:
-        header["version"] = rng.choice([1, None, 0])
+        header["version"] = rng.choice([1, None, 0, "abc"])  # ("abc": no step runs, rewritten at each open)
     header.update({"id": f"0000{seed:04x}-old-session", "timestamp": _stamp(0), "cwd": "/p"})
     if version == 1:
         header.update({"provider": "anthropic", "modelId": "m", "thinkingLevel": "off"})
@@ -209,12 +220,22 @@ def _damaged_lines(rng: random.Random, lines: list[str]) -> list[str]:
     for _ in range(rng.choice([0, 0, 1, 2])):
         lines.insert(rng.randrange(1, len(lines) + 1), rng.choice(["", "   ", "\t", "\r"]))
     if rng.random() < 0.15:
-        lines.insert(rng.randrange(1, len(lines) + 1), rng.choice(["not json", "{\"type\":", "null", "1", '"s"', "[]"]))
+        lines.insert(
+            rng.randrange(1, len(lines) + 1), rng.choice(["not json", '{"type":', "null", "1", '"s"', "[]"])
+        )
     if rng.random() < 0.1 and len(lines) > 2:
         at = rng.randrange(1, len(lines) - 1)
         lines[at : at + 2] = [lines[at] + lines[at + 1]]
     if rng.random() < 0.1 and len(lines[-1]) > 2:
         lines[-1] = lines[-1][: rng.randrange(1, len(lines[-1]))]
+    if rng.random() < 0.1:
+        lines.insert(rng.randrange(1, len(lines) + 1), lines[0])  # the header twice
+    if rng.random() < 0.1 and len(lines) > 1:
+        at = rng.randrange(1, len(lines))
+        lines[at] = lines[at].replace('"timestamp":', '"n":1e400,"timestamp":', 1)  # Infinity to pi
+    if rng.random() < 0.05 and len(lines) > 1:
+        at = rng.randrange(1, len(lines))  # an entry of a version 1 file carrying an id
+        lines[at] = lines[at].replace('{"type":', f'{{"id":"{rng.randrange(1 << 32):08x}","type":', 1)
     return lines
 
 
@@ -228,7 +249,10 @@ def random_old_session(seed: int) -> bytes:
     values: list[dict[str, Any]] = [_header(rng, seed, version)]
     values += [_entry(rng, n, version, call_ids) for n in range(1, count + 1)]
     (_link_version_1 if version == 1 else _link_version_2)(rng, values)
-    lines = [json.dumps(v, ensure_ascii=False, separators=(",", ":")) for v in values]
+    lines = [
+        json.dumps(v, ensure_ascii=False, separators=(",", ":")).replace(_LONE_SURROGATE, "\\ud83d")
+        for v in values
+    ]
     if rng.random() < 0.3:
         lines = _damaged_lines(rng, lines)
     crlf = rng.random()
@@ -306,7 +330,14 @@ def _not_rewritten_after(*args: Any) -> bool:
 def _writable_open(directory: Path, file: Path) -> Any:
     with _patched(manager_module, "rewritten_after", _not_rewritten_after):
         session = SessionManager.open(str(file), str(directory), index=False)
-    return {"file": file.read_bytes(), "problems": problems_of(session), "entries": len(session.get_entries())}
+    migrated, results = file.read_bytes(), public_results(session)
+    appended = session.get_entry(session.append_custom_entry("fuzz"))
+    return {
+        "file": migrated,
+        "results": results,
+        "appended": (appended.parent_id, appended.line),
+        "after": file.read_bytes()[: len(migrated)],
+    }
 
 
 def _rewrite_held() -> contextlib.AbstractContextManager[None]:
@@ -316,6 +347,28 @@ def _rewrite_held() -> contextlib.AbstractContextManager[None]:
 def _read_only_open(directory: Path, file: Path) -> Any:
     session = SessionManager.open(str(file), read_only=True, index=False)
     return {"results": public_results(session), "file": file.read_bytes()}
+
+
+def _read_only_indexed(directory: Path, file: Path) -> Any:
+    """Opened twice: the second open reads the index the first one wrote (of any file's size)."""
+    index = directory / "index"
+    with _patched_environ(INDEX_MIN_SIZE_ENV, "0"):
+        SessionManager.open(str(file), read_only=True, index=index)
+        session = SessionManager.open(str(file), read_only=True, index=index)
+    return {"results": public_results(session), "file": file.read_bytes()}
+
+
+@contextlib.contextmanager
+def _patched_environ(name: str, value: str) -> Iterator[None]:
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
 
 
 @contextlib.contextmanager
@@ -332,13 +385,17 @@ def _fork(directory: Path, file: Path) -> Any:
     forks = directory / "forks"
     try:
         fork = SessionManager.fork_from(str(file), "/elsewhere", str(forks), {"id": "fork"})
-    except Exception as err:  # (a source that is no session: the same error either way)
+    except PiSessionError as err:  # (a source that is no session: the same error either way)
         return {"error": repr(err), "forks": sorted(p.name for p in forks.glob("*"))}
     lines = Path(fork.get_session_file() or "").read_bytes().split(b"\n")
     return {"lines": lines[1:], "source": file.read_bytes()}  # (the header's timestamp is now)
 
 
 _FORK_SOURCE_VALUES = manager_module._fork_source_values
+
+
+def _fork_streamed() -> contextlib.AbstractContextManager[None]:
+    return _patched(manager_module, "_FORK_BATCH", 1)  # (each line appended as it is made)
 
 
 def _fork_held() -> contextlib.AbstractContextManager[None]:
@@ -348,16 +405,33 @@ def _fork_held() -> contextlib.AbstractContextManager[None]:
     return _patched(manager_module, "_fork_source_values", held)
 
 
+def _command(directory: Path, *args: str) -> tuple[Any, bytes]:
+    """The status and what ``pi-session ARGS`` printed (the directory it ran in named ``<D>``: each
+    way runs in its own)."""
+    written = io.BytesIO()
+    printed = io.TextIOWrapper(written, encoding="utf-8")  # (as a terminal's: main sets its errors)
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        code = main(list(args))
+    printed.flush()
+    return code, written.getvalue().replace(bytes(directory), b"<D>")
+
+
+def _read_only_commands(directory: Path, file: Path) -> Any:
+    looks = [["tree"], ["context", "--json"], ["stats", "--json"], ["check"]]
+    return [_command(directory, *look, "--no-index", str(file)) for look in looks]
+
+
 def _repair(*flags: str) -> Callable[[Path, Path], Any]:
     def run(directory: Path, file: Path) -> Any:
         out = directory / "repaired.jsonl"
-        printed = io.StringIO()
-        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-            code = main(["repair", *flags, "-o", str(out), str(file)])
-        said = printed.getvalue().replace(str(directory), "<D>")  # (each way runs in its own)
-        return {"code": code, "printed": said, "out": out.read_bytes() if out.exists() else None}
+        said = _command(directory, "repair", *flags, "-o", str(out), str(file))
+        return {"said": said, "out": out.read_bytes() if out.exists() else None}
 
     return run
+
+
+def _repair_streamed() -> contextlib.AbstractContextManager[None]:
+    return _patched(repairs, "_MIGRATED_CHUNK", 1)  # (each line a chunk of its own)
 
 
 def _repair_held() -> contextlib.AbstractContextManager[None]:
@@ -367,9 +441,11 @@ def _repair_held() -> contextlib.AbstractContextManager[None]:
 PATHS_TO_COMPARE = [
     PathToCompare("writable open", _writable_open, _rewrite_held),
     PathToCompare("read-only open", _read_only_open, _read_only_held, _read_only_streamed),
-    PathToCompare("fork", _fork, _fork_held),
-    PathToCompare("repair PI015", _repair("--codes", codes.OLD_VERSION), _repair_held),
-    PathToCompare("repair --all", _repair("--all"), _repair_held),
+    PathToCompare("read-only open, indexed", _read_only_indexed, _read_only_held, _read_only_streamed),
+    PathToCompare("read-only commands", _read_only_commands, _read_only_held, _read_only_streamed),
+    PathToCompare("fork", _fork, _fork_held, _fork_streamed),
+    PathToCompare("repair PI015", _repair("--codes", codes.OLD_VERSION), _repair_held, _repair_streamed),
+    PathToCompare("repair --all", _repair("--all"), _repair_held, _repair_streamed),
 ]
 
 
@@ -398,3 +474,57 @@ def _first_difference(streamed: Any, held: Any) -> str:
             if streamed.get(key) != held.get(key):
                 return f"{key}: streamed {str(streamed.get(key))[:300]} held {str(held.get(key))[:300]}"
     return f"streamed {str(streamed)[:300]} held {str(held)[:300]}"
+
+
+# --------------------------------------------------------------------------- pi itself
+
+
+def oracle_scenarios(seed: int) -> dict[str, dict[str, Any]]:
+    """Scenarios of the conformance kit's format (tests/conformance/README.md) that give the session
+    of ``seed`` to pi: opened (its migration written, read back, appended to, reopened), and forked
+    (its migration in memory, the fork written). By name."""
+    data = random_old_session(seed)
+    tail = data.rsplit(b"\n", 1)[-1]
+    if tail and not tail.strip(b" \t\r"):
+        data += b"\n"  # (D11: JSON whitespace after the last newline is no line for pi's repair to end)
+    files = {"sessions/s.jsonl": {"base64": base64.b64encode(data).decode("ascii")}}
+    source = {"$path": "sessions/s.jsonl"}
+    looks: list[dict[str, Any]] = [
+        {"op": "getEntries"},
+        {"op": "getTree", "view": "flat"},
+        {"op": "getBranch", "view": "ids"},
+        {"op": "buildSessionContext"},
+        {"op": "getSessionName"},
+        {"op": "readFile", "parsed": False},
+    ]
+    opened = {
+        "description": f"old_session_fuzz: seed {seed} opened",
+        "files": files,
+        "start": {"op": "open", "args": [source, {"$path": "sessions"}]},
+        "ops": [
+            *looks,
+            {"op": "appendMessage", "args": [{"role": "user", "content": "after", "timestamp": 1}]},
+            {"op": "reopen"},
+            {"op": "snapshot"},
+        ],
+        "final": {"files": "changed", "parsed": False},
+    }
+    forked = {
+        "description": f"old_session_fuzz: seed {seed} forked",
+        "files": files,
+        "start": {"op": "forkFrom", "args": [source, {"$path": "proj"}, {"$path": "forks"}]},
+        "ops": looks,
+        "final": {"files": "changed", "parsed": False},
+    }
+    return {f"old-{seed}-open": opened, f"old-{seed}-fork": forked}
+
+
+def write_oracle_scenarios(seeds: Iterable[int], directory: Path) -> list[Path]:
+    """The scenarios of ``seeds`` (:func:`oracle_scenarios`) written in ``directory``."""
+    written = []
+    for seed in seeds:
+        for name, scenario in oracle_scenarios(seed).items():
+            path = directory / f"{name}.scenario.json"
+            path.write_text(json.dumps(scenario, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            written.append(path)
+    return written
