@@ -10,21 +10,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from old_session_fuzz import public_results
 from old_sessions import KIT_FIXTURES, as_version_2
 
 from pi_session_server.cli import main
 from pi_session_server.format.entry import Entry
-from pi_session_server.format.jsjson import dumps_bytes
 from pi_session_server.format.scan import observing_lines
 from pi_session_server.session import loader
 from pi_session_server.session import manager as manager_module
 from pi_session_server.session.manager import SessionManager
-from pi_session_server.session.tree import TreeNode
 
 
 def _line(value: Any) -> str:
@@ -191,36 +189,6 @@ def _held(path: Path, index: bool | Path) -> SessionManager:
         return SessionManager.open(str(path), read_only=True, index=index)
 
 
-def _tree(nodes: list[TreeNode]) -> Iterator[Any]:
-    stack = list(reversed(nodes))
-    while stack:
-        node = stack.pop()
-        yield dumps_bytes(node.entry.value), node.label, node.label_timestamp, len(node.children)
-        stack.extend(reversed(node.children))
-
-
-def _public(session: SessionManager) -> dict[str, Any]:
-    """What the session gives, its values as JSON text (a line may be nested deeper than Python
-    compares)."""
-    entries = session.get_entries()
-    return {
-        "header": dumps_bytes(session.get_header()),
-        "id": session.get_session_id(),
-        "entries": [(dumps_bytes(e.value), e.line, e.type, e.id, e.parent_id, e.role) for e in entries],
-        "tree": list(_tree(session.get_tree())),
-        "leaf": session.get_leaf_id(),
-        "branch": [dumps_bytes(e.value) for e in session.get_branch()],
-        "context": dumps_bytes(session.build_session_context()),
-        "projection": dumps_bytes(session.build_session_projection()),
-        "labels": [(session.get_label(e.id), session.get_label_timestamp(e.id)) for e in entries],
-        "children": [[c.id for c in session.get_children(e.id)] for e in entries],
-        "name": session.get_session_name(),
-        "problems": [(p.line, p.kind, p.offset, p.length) for p in session.problems],
-        "open_last_line": session.open_last_line(),
-        "make_writable": session.make_writable(),  # (False: the migration is still to write)
-    }
-
-
 @pytest.fixture(params=[False, True], ids=["no-index", "index"])
 def index(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> bool | Path:
     if not request.param:
@@ -252,12 +220,12 @@ def test_every_public_result_is_the_held_loads(
 ) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(data)
-    held = _public(_held(path, index))
+    held = public_results(_held(path, index))
     for _ in range(2):  # (the second open reads the index the first one wrote, when there is one)
         with monkeypatch.context() as patch:
             patch.setattr(manager_module, "load_exact", None)  # lazy: the whole-file read is not made
             lazy = SessionManager.open(str(path), read_only=True, index=index)
-        assert _public(lazy) == held
+        assert public_results(lazy) == held
     if index:
         assert any(Path(index).iterdir())  # the lazy opens kept an index of the file
     assert path.read_bytes() == data
