@@ -5,8 +5,9 @@ for the same file.
 ``random_old_session(seed)`` makes a file: messages of every role (a hook's in version 2), tool
 calls and results, compactions (a version 1 one's ``firstKeptEntryIndex`` before it, after it, out
 of range, not a number), branch summaries, labels, custom entries, session names, text with
-U+2028 and other non-ASCII characters, CRLF and blank lines, and now and then some damage (two
-lines glued, a last line cut short, a line that is not JSON, in version 2 an id used twice).
+U+2028, a lone surrogate and other non-ASCII characters, CRLF and blank lines, and now and then
+some damage (two lines glued, a last line cut short, a line that is not JSON or no object, the
+header twice, ``1e400``, in version 2 an id used twice).
 
 ``PATHS_TO_COMPARE`` lists the paths: each is run on a copy of the file its streamed way and its
 held way, and what each gives (the bytes written, every public result, the problems found) must
@@ -215,8 +216,9 @@ def _link_version_2(rng: random.Random, values: list[dict[str, Any]]) -> None:
 
 
 def _damaged_lines(rng: random.Random, lines: list[str]) -> list[str]:
-    """Blank lines, and now and then a line that is not JSON or no object, two lines glued, or the
-    last line cut short."""
+    """Blank lines, and now and then a line that is not JSON or no object, two lines glued, the
+    last line cut short, the header twice, a number pi holds as Infinity, an id where pi's
+    version 1 had none."""
     for _ in range(rng.choice([0, 0, 1, 2])):
         lines.insert(rng.randrange(1, len(lines) + 1), rng.choice(["", "   ", "\t", "\r"]))
     if rng.random() < 0.15:
@@ -234,7 +236,9 @@ def _damaged_lines(rng: random.Random, lines: list[str]) -> list[str]:
         at = rng.randrange(1, len(lines))
         lines[at] = lines[at].replace('"timestamp":', '"n":1e400,"timestamp":', 1)  # Infinity to pi
     if rng.random() < 0.05 and len(lines) > 1:
-        at = rng.randrange(1, len(lines))  # an entry of a version 1 file carrying an id
+        # an entry carrying an id first (version 1: its only one; version 2: the key twice, the
+        # last one counts)
+        at = rng.randrange(1, len(lines))
         lines[at] = lines[at].replace('{"type":', f'{{"id":"{rng.randrange(1 << 32):08x}","type":', 1)
     return lines
 
