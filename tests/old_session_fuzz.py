@@ -331,7 +331,9 @@ def _not_rewritten_after(*args: Any) -> bool:
     return False  # (no other program migrates the file: no wait for one)
 
 
-def _writable_open(directory: Path, file: Path) -> Any:
+def writable_open(directory: Path, file: Path) -> Any:
+    """``file`` opened for writing (migrated: ``file`` the migration wrote), what the session gives,
+    then an entry appended: where it went."""
     with _patched(manager_module, "rewritten_after", _not_rewritten_after):
         session = SessionManager.open(str(file), str(directory), index=False)
     migrated, results = file.read_bytes(), public_results(session)
@@ -425,7 +427,9 @@ def _read_only_commands(directory: Path, file: Path) -> Any:
     return [_command(directory, *look, "--no-index", str(file)) for look in looks]
 
 
-def _repair(*flags: str) -> Callable[[Path, Path], Any]:
+def repair(*flags: str) -> Callable[[Path, Path], Any]:
+    """A path's run: ``pi-session repair FLAGS -o OUT`` of the file, what it said and wrote."""
+
     def run(directory: Path, file: Path) -> Any:
         out = directory / "repaired.jsonl"
         said = _command(directory, "repair", *flags, "-o", str(out), str(file))
@@ -443,13 +447,13 @@ def _repair_held() -> contextlib.AbstractContextManager[None]:
 
 
 PATHS_TO_COMPARE = [
-    PathToCompare("writable open", _writable_open, _rewrite_held),
+    PathToCompare("writable open", writable_open, _rewrite_held),
     PathToCompare("read-only open", _read_only_open, _read_only_held, _read_only_streamed),
     PathToCompare("read-only open, indexed", _read_only_indexed, _read_only_held, _read_only_streamed),
     PathToCompare("read-only commands", _read_only_commands, _read_only_held, _read_only_streamed),
     PathToCompare("fork", _fork, _fork_held, _fork_streamed),
-    PathToCompare("repair PI015", _repair("--codes", codes.OLD_VERSION), _repair_held, _repair_streamed),
-    PathToCompare("repair --all", _repair("--all"), _repair_held, _repair_streamed),
+    PathToCompare("repair PI015", repair("--codes", codes.OLD_VERSION), _repair_held, _repair_streamed),
+    PathToCompare("repair --all", repair("--all"), _repair_held, _repair_streamed),
 ]
 
 

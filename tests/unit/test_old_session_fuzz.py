@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from old_session_fuzz import PATHS_TO_COMPARE, differences, random_old_session
+from old_session_fuzz import PATHS_TO_COMPARE, differences, random_old_session, repair, writable_open
+
+from pi_session_server.analysis import codes
 
 # (55: the first seed on which a rewrite holding the values placed its problems in the old file)
 SEEDS = [*range(16), 55]
@@ -50,3 +52,18 @@ def test_the_problems_of_a_file_rewritten_holding_its_values_are_where_its_lines
         b"not json\n"
     )
     assert differences(data, tmp_path, _path("writable open")) == []
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_repair_migrates_a_random_old_session_as_an_open_rewrites_it(seed: int, tmp_path: Path) -> None:
+    """(A version that is no number is left to pi's open, which rewrites the file at each one: no
+    repair migrates it.)"""
+    data = random_old_session(seed)
+    file = tmp_path / "s.jsonl"
+    file.write_bytes(data)
+    repaired = repair("--codes", codes.OLD_VERSION)(tmp_path, file)["out"]
+    rewritten = writable_open(tmp_path, file)["file"]
+    if b'"version":"abc"' in data.split(b"\n", 1)[0]:
+        assert repaired == data != rewritten
+    else:
+        assert repaired == rewritten != data
