@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from pi_session_server.analysis import codes, repairs
 from pi_session_server.cli import main
@@ -317,16 +318,6 @@ class PathToCompare:
     streamed: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext
 
 
-@contextlib.contextmanager
-def _patched(target: Any, name: str, value: Any) -> Iterator[None]:
-    old = getattr(target, name)
-    setattr(target, name, value)
-    try:
-        yield
-    finally:
-        setattr(target, name, old)
-
-
 def _not_rewritten_after(*args: Any) -> bool:
     return False  # (no other program migrates the file: no wait for one)
 
@@ -334,7 +325,7 @@ def _not_rewritten_after(*args: Any) -> bool:
 def writable_open(directory: Path, file: Path) -> Any:
     """``file`` opened for writing (migrated: ``file`` the migration wrote), what the session gives,
     then an entry appended: where it went."""
-    with _patched(manager_module, "rewritten_after", _not_rewritten_after):
+    with mock.patch.object(manager_module, "rewritten_after", _not_rewritten_after):
         session = SessionManager.open(str(file), str(directory), index=False)
     migrated, results = file.read_bytes(), public_results(session)
     appended = session.get_entry(session.append_custom_entry("fuzz"))
@@ -346,8 +337,8 @@ def writable_open(directory: Path, file: Path) -> Any:
     }
 
 
-def _rewrite_held() -> contextlib.AbstractContextManager[None]:
-    return _patched(manager_module, "_rewrite_streamed", lambda *args: None)
+def _rewrite_held() -> contextlib.AbstractContextManager[Any]:
+    return mock.patch.object(manager_module, "_rewrite_streamed", lambda *args: None)
 
 
 def _read_only_open(directory: Path, file: Path) -> Any:
@@ -358,33 +349,18 @@ def _read_only_open(directory: Path, file: Path) -> Any:
 def _read_only_indexed(directory: Path, file: Path) -> Any:
     """Opened twice: the second open reads the index the first one wrote (of any file's size)."""
     index = directory / "index"
-    with _patched_environ(INDEX_MIN_SIZE_ENV, "0"):
+    with mock.patch.dict(os.environ, {INDEX_MIN_SIZE_ENV: "0"}):
         SessionManager.open(str(file), read_only=True, index=index)
         session = SessionManager.open(str(file), read_only=True, index=index)
     return {"results": public_results(session), "file": file.read_bytes()}
 
 
-@contextlib.contextmanager
-def _patched_environ(name: str, value: str) -> Iterator[None]:
-    old = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = old
+def _read_only_streamed() -> contextlib.AbstractContextManager[Any]:
+    return mock.patch.object(loader, "KEEP_BYTES_LIMIT", 0)  # every file large: a version 2 one read lazily
 
 
-@contextlib.contextmanager
-def _read_only_streamed() -> Iterator[None]:
-    with _patched(loader, "KEEP_BYTES_LIMIT", 0):  # every file large: a version 2 one read lazily
-        yield
-
-
-def _read_only_held() -> contextlib.AbstractContextManager[None]:
-    return _patched(loader, "KEEP_BYTES_LIMIT", 1 << 62)
+def _read_only_held() -> contextlib.AbstractContextManager[Any]:
+    return mock.patch.object(loader, "KEEP_BYTES_LIMIT", 1 << 62)
 
 
 def _fork(directory: Path, file: Path) -> Any:
@@ -400,15 +376,15 @@ def _fork(directory: Path, file: Path) -> Any:
 _FORK_SOURCE_VALUES = manager_module._fork_source_values
 
 
-def _fork_streamed() -> contextlib.AbstractContextManager[None]:
-    return _patched(manager_module, "_FORK_BATCH", 1)  # (each line appended as it is made)
+def _fork_streamed() -> contextlib.AbstractContextManager[Any]:
+    return mock.patch.object(manager_module, "_FORK_BATCH", 1)  # (each line appended as it is made)
 
 
-def _fork_held() -> contextlib.AbstractContextManager[None]:
+def _fork_held() -> contextlib.AbstractContextManager[Any]:
     def held(fd: int, source: str, peek: Any, held: bool = False) -> Iterator[Any]:
         return _FORK_SOURCE_VALUES(fd, source, peek, held=True)
 
-    return _patched(manager_module, "_fork_source_values", held)
+    return mock.patch.object(manager_module, "_fork_source_values", held)
 
 
 def _command(directory: Path, *args: str) -> tuple[Any, bytes]:
@@ -438,12 +414,12 @@ def repair(*flags: str) -> Callable[[Path, Path], Any]:
     return run
 
 
-def _repair_streamed() -> contextlib.AbstractContextManager[None]:
-    return _patched(repairs, "_MIGRATED_CHUNK", 1)  # (each line a chunk of its own)
+def _repair_streamed() -> contextlib.AbstractContextManager[Any]:
+    return mock.patch.object(repairs, "_MIGRATED_CHUNK", 1)  # (each line a chunk of its own)
 
 
-def _repair_held() -> contextlib.AbstractContextManager[None]:
-    return _patched(repairs, "_needs_later_value", lambda *args: True)
+def _repair_held() -> contextlib.AbstractContextManager[Any]:
+    return mock.patch.object(repairs, "_needs_later_value", lambda *args: True)
 
 
 PATHS_TO_COMPARE = [

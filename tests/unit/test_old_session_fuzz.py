@@ -8,7 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from old_session_fuzz import PATHS_TO_COMPARE, differences, random_old_session, repair, writable_open
+from old_session_fuzz import (
+    PATHS_TO_COMPARE,
+    PathToCompare,
+    differences,
+    random_old_session,
+    repair,
+    writable_open,
+)
 
 from pi_session_server.analysis import codes
 
@@ -33,7 +40,7 @@ def test_a_random_old_session_is_migrated_alike_streamed_and_held(seed: int, tmp
     assert differences(random_old_session(seed), tmp_path) == []
 
 
-def _path(name: str) -> list:
+def _path(name: str) -> list[PathToCompare]:
     return [path for path in PATHS_TO_COMPARE if path.name == name]
 
 
