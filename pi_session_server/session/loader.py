@@ -325,15 +325,24 @@ class ExactLoad(msgspec.Struct):
 
     def problems(self, rewritten: bool) -> list[LineProblem]:
         """What the lazy loader reports for the same lines: every non-blank line that is not an
-        object entry (the header is the first kept object)."""
+        object entry (the header is the first kept object). After a rewrite, where the line is in
+        the file written (:func:`rewrite_chunks`), as a load of that file finds it."""
+        last = max((n for n, raw in enumerate(self.lines) if not _is_object(raw)), default=-1)
         problems = []
-        for line_no, raw in zip(self.line_numbers(rewritten), self.lines, strict=True):
-            if raw.kind == "kept" and isinstance(raw.value, dict):
-                continue
-            problem = problem_for(raw)
-            problem.line = line_no
-            problems.append(problem)
+        offset = 0  # in the file written (its lines made again up to the last problem's)
+        for line_no, raw in zip(self.line_numbers(rewritten)[: last + 1], self.lines, strict=False):
+            written = _rewritten_line(raw) if rewritten else b""
+            if not _is_object(raw):
+                problem = problem_for(classify_line(line_no, offset, written[:-1]) if rewritten else raw)
+                problem.line = line_no
+                problems.append(problem)
+            offset += len(written)
         return problems
+
+
+def _is_object(raw: RawLine) -> bool:
+    """Whether ``raw`` is a line of an object (an entry, a header): no problem."""
+    return raw.kind == "kept" and isinstance(raw.value, dict)
 
 
 def load_exact(fd: int) -> ExactLoad:
