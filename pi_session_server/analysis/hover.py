@@ -263,7 +263,7 @@ def entry_markdown(doc: SessionDocument, info: LineInfo) -> str:
         unreadable = "" if info.timestamp is ABSENT else " (unreadable)"
         out.append(f"**time** {_code(info.timestamp)}{unreadable}")
     value = full_value(info, doc.errors)
-    out.extend(_body_facts(info, value))
+    out.extend(_body_facts(doc, info, value))
     preview = _preview(info, value)
     if preview:
         out.append("---")
@@ -293,12 +293,12 @@ def header_markdown(doc: SessionDocument, info: LineInfo) -> str:
     return "\n\n".join(out)
 
 
-def _body_facts(info: LineInfo, value: Any) -> list[str]:
+def _body_facts(doc: SessionDocument, info: LineInfo, value: Any) -> list[str]:
     out: list[str] = []
     if info.etype == "message":
         out.extend(_message_facts(info, value))
     elif info.etype in ("usage", "compaction", "branch_summary"):
-        out.extend(_summary_facts(info, value))
+        out.extend(_summary_facts(doc, info, value))
     elif info.etype == "model_change":
         out.append(f"**model** {_code(get(value, 'provider'))} / {_code(get(value, 'modelId'))}")
     elif info.etype == "thinking_level_change":
@@ -336,7 +336,7 @@ def _message_facts(info: LineInfo, value: Any) -> list[str]:
     return out
 
 
-def _summary_facts(info: LineInfo, value: Any) -> list[str]:
+def _summary_facts(doc: SessionDocument, info: LineInfo, value: Any) -> list[str]:
     """The facts of a usage, compaction or branch summary entry."""
     out: list[str] = []
     if info.etype == "usage":
@@ -344,17 +344,27 @@ def _summary_facts(info: LineInfo, value: Any) -> list[str]:
             f"**{markdown_plain(js_string_of(get(value, 'kind'), 80))}** · {_code(get(value, 'provider'))} / {_code(get(value, 'model'))}"
         )
     if info.etype == "compaction":
-        first_kept = get(value, "firstKeptEntryId")
-        kept = (
-            "keeps nothing from before it"
-            if first_kept is None or first_kept is ABSENT or first_kept == info.id
-            else f"first kept {_code(first_kept)}"
-        )
-        out.append(f"**tokens before** {_num(get(value, 'tokensBefore'))} · {kept}")
+        out.append(f"**tokens before** {_num(get(value, 'tokensBefore'))} · {_kept(doc, info, value)}")
     if info.etype == "branch_summary":
         out.append(f"**from** {_code(get(value, 'fromId'))}")
     out.extend(_usage(get(value, "usage")))
     return out
+
+
+def _kept(doc: SessionDocument, info: LineInfo, value: Any) -> str:
+    """What compaction ``info`` keeps from before it, as pi reads it (after its migration: a
+    version 1 compaction names its kept entry by position, which has no id yet)."""
+    kept_line = links.version_1_kept(doc, get(value, "firstKeptEntryIndex"))
+    if kept_line is not None:
+        return (
+            "keeps nothing from before it"
+            if kept_line is info
+            else f"first kept line {doc.line_number(kept_line.line)}"
+        )
+    first_kept = get(value, "firstKeptEntryId")
+    if first_kept is None or first_kept is ABSENT or first_kept == info.id:
+        return "keeps nothing from before it"
+    return f"first kept {_code(first_kept)}"
 
 
 def _usage(usage: Any) -> list[str]:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
+from typing import Any
 
 from ..format.jsvalue import ABSENT, js_string_of
+from . import lines as L
 from .document import SessionDocument
 from .lines import LineInfo
 
@@ -34,6 +36,24 @@ def migration_chain(doc: SessionDocument) -> tuple[list[LineInfo], dict[LineInfo
     position = {e: i for i, e in enumerate(entries)}
     _CHAINS[doc] = (doc.version, entries, position)
     return entries, position
+
+
+def version_1_kept(doc: SessionDocument, index: Any) -> LineInfo | None:
+    """The entry a version 1 compaction's ``firstKeptEntryIndex`` ``index`` names: pi's migration
+    makes it the ``firstKeptEntryId`` of the file's value at that position (the header's 0; a
+    non-object kept counts too, D3). None for a file of version 2 or later, and when that value is
+    no entry (the header, a non-object, none: pi's migration gives no id of an entry)."""
+    if not doc.is_v1() or type(index) not in (int, float) or index < 0:
+        return None
+    if isinstance(index, float) and not index.is_integer():  # (1e400 too: no position)
+        return None
+    position = 0
+    for info in doc.lines:
+        if info.kind in (L.HEADER, L.ENTRY) or (info.kind == L.NON_OBJECT and info.kept):
+            if position == index:
+                return info if info.kind == L.ENTRY else None
+            position += 1
+    return None
 
 
 def parent(doc: SessionDocument, info: LineInfo) -> LineInfo | None:

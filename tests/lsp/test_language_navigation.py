@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,41 @@ async def test_hover_on_references_summarises_the_target(editor: Editor, uri: st
 async def test_hover_on_the_header(editor: Editor, uri: str) -> None:
     text = await hover_text(editor, uri, editor.pos_of(uri, 0, "session"))
     assert "7 entries" in text and "**leaf** `g` (line 8)" in text
+
+
+async def test_hover_on_a_version_1_compaction_names_the_entry_its_position_keeps(editor: Editor) -> None:
+    # pi's migration makes firstKeptEntryIndex (a position among the file's values, the header's 0)
+    # the firstKeptEntryId of the entry there: the compaction keeps from line 3 on
+    def compaction(index: object) -> str:
+        return (
+            '{"type":"compaction","timestamp":"2025-01-01T00:00:05.000Z","summary":"s",'
+            f'"firstKeptEntryIndex":{json.dumps(index)},"tokensBefore":10}}'
+        )
+
+    lines = [
+        '{"type":"session","id":"v1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/c"}',
+        *(
+            '{"type":"message","timestamp":"2025-01-01T00:00:01.000Z",'
+            f'"message":{{"role":"user","content":"{word}","timestamp":1}}}}'
+            for word in ("first", "second")
+        ),
+        compaction(2),
+        compaction(4),
+        compaction(0),
+        compaction(99),
+    ]
+    uri = editor.fresh_uri()
+    await editor.open(uri, "\n".join(lines) + "\n")
+    kept = []
+    for line in range(3, 7):
+        text = await hover_text(editor, uri, editor.pos_of(uri, line, "compaction"))
+        kept.append(next(fact for fact in text.split("\n\n") if fact.startswith("**tokens before**")))
+    assert kept == [
+        "**tokens before** 10 · first kept line 3",
+        "**tokens before** 10 · keeps nothing from before it",  # itself
+        "**tokens before** 10 · keeps nothing from before it",  # the header
+        "**tokens before** 10 · keeps nothing from before it",  # no value there
+    ]
 
 
 async def test_hover_on_a_label_line_that_takes_the_label_back_says_it_is_cleared(editor: Editor) -> None:
