@@ -47,13 +47,32 @@ def version_1_kept(doc: SessionDocument, index: Any) -> LineInfo | None:
         return None
     if isinstance(index, float) and not index.is_integer():  # (1e400 too: no position)
         return None
-    position = 0
-    for info in doc.lines:
-        if info.kind in (L.HEADER, L.ENTRY) or (info.kind == L.NON_OBJECT and info.kept):
-            if position == index:
-                return info if info.kind == L.ENTRY else None
-            position += 1
-    return None
+    values = _kept_values(doc)
+    if index >= len(values):
+        return None
+    info = values[int(index)]
+    return info if info.kind == L.ENTRY else None
+
+
+#: per version 1 document: (its version, the lines of the values pi's migration counts, in order)
+_KEPT_VALUES: weakref.WeakKeyDictionary[SessionDocument, tuple[int, list[LineInfo]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _kept_values(doc: SessionDocument) -> list[LineInfo]:
+    """The lines of ``doc``'s values as pi's migration counts positions (the header, the
+    entries, the non-objects kept), made once a version: a hover asks at each cursor move."""
+    cached = _KEPT_VALUES.get(doc)
+    if cached is not None and cached[0] == doc.version:
+        return cached[1]
+    values = [
+        info
+        for info in doc.lines
+        if info.kind in (L.HEADER, L.ENTRY) or (info.kind == L.NON_OBJECT and info.kept)
+    ]
+    _KEPT_VALUES[doc] = (doc.version, values)
+    return values
 
 
 def parent(doc: SessionDocument, info: LineInfo) -> LineInfo | None:
