@@ -47,13 +47,9 @@ def against_pi(seeds: range, releases: list[str]) -> int:
         scenarios = write_oracle_scenarios(seeds, Path(work))
         for pi in releases:
             reference_locations.oracle_writes_expected(Path(work), pi)
-            for scenario in scenarios:
-                expected = runner.expected_path(scenario, pi).read_text(encoding="utf-8")
-                report = runner.run_scenario_report(scenario, pi=pi)
-                if report.text != expected:
-                    differing += 1
-                    diffs = runner.compare_texts(expected, report.text, max_diffs=5)
-                    print(f"{scenario.name} (pi {pi}):", *diffs, *report.tracebacks[:1], sep="\n  ")
+            for failure in runner.differences_from_expected(scenarios, pi):
+                differing += 1
+                print(f"(pi {pi}) {failure}")
         print(
             f"{len(scenarios)} scenarios of {len(seeds)} seeds from {seeds.start}, pi {releases}: {differing} differ"
         )

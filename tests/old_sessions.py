@@ -10,7 +10,7 @@ import pytest
 
 from pi_session_server.cli import main
 from pi_session_server.format.jsjson import dumps_bytes
-from pi_session_server.session import loader
+from pi_session_server.session import file_load, loader
 from pi_session_server.session.manager import SessionManager
 from pi_session_server.session.tree import TreeNode
 
@@ -78,3 +78,28 @@ def cli_output(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     out = capsys.readouterr().out
     assert code in (0, None), out
     return out
+
+
+def assert_commands_print_as_held(
+    path: Path, index: bool | Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tree``, ``context --json`` and ``stats --json`` of the older file ``path`` print, read
+    lazily (twice: the second run reads the index the first one kept, when there is one), what they
+    print of the file's values held, and leave the file as it was."""
+    data = path.read_bytes()
+    flags = [] if index else ["--no-index"]
+    if index:
+        monkeypatch.setenv("PI_SESSION_INDEX_DIR", str(index))
+    commands = [
+        ["tree", *flags, str(path)],
+        ["context", "--json", *flags, str(path)],
+        ["stats", "--json", *flags, str(path)],
+    ]
+    with monkeypatch.context() as patch:
+        patch.setattr(loader, "KEEP_BYTES_LIMIT", 1 << 62)
+        held = [cli_output(capsys, *command) for command in commands]
+    for _ in range(2):
+        with monkeypatch.context() as patch:
+            patch.setattr(file_load, "load_exact", None)  # lazy: the whole-file read is not made
+            assert [cli_output(capsys, *command) for command in commands] == held
+    assert path.read_bytes() == data

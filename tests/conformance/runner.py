@@ -1019,6 +1019,19 @@ def compare_texts(expected: str, actual: str, max_diffs: int = 5) -> list[str]:
     return diffs or ["byte-level difference only"]
 
 
+def differences_from_expected(scenarios: list[Path], pi: str) -> list[str]:
+    """For each of ``scenarios`` whose run under ``pi`` is not its expected document: its name,
+    the first differences and the first traceback, on one string."""
+    failures = []
+    for scenario in scenarios:
+        expected = expected_path(scenario, pi).read_text(encoding="utf-8")
+        report = run_scenario_report(scenario, pi=pi)
+        if report.text != expected:
+            diffs = compare_texts(expected, report.text, max_diffs=5)
+            failures.append(f"{scenario.name}: " + "; ".join(diffs) + "".join(report.tracebacks[:1]))
+    return failures
+
+
 def _run_all(root: str, substring: str | None, max_diffs: int, report: str | None, pi: str) -> int:
     scenarios = [p for p in find_scenarios(root) if substring is None or substring in str(p)]
     started = time.monotonic()

@@ -46,11 +46,5 @@ def scenarios(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 @pytest.mark.parametrize("pi", runner.PI_VERSIONS)
 def test_random_old_sessions_are_opened_and_forked_as_pi_does(scenarios: list[Path], pi: str) -> None:
     assert len(scenarios) == 2 * len(SEEDS)
-    failures = []
-    for scenario in scenarios:
-        expected = runner.expected_path(scenario, pi).read_text(encoding="utf-8")
-        report = runner.run_scenario_report(scenario, pi=pi)
-        if report.text != expected:
-            diffs = runner.compare_texts(expected, report.text, max_diffs=5)
-            failures.append(f"{scenario.name}: " + "; ".join(diffs) + "".join(report.tracebacks[:1]))
+    failures = runner.differences_from_expected(scenarios, pi)
     assert not failures, "\n".join(failures)

@@ -73,13 +73,7 @@ def test_random_scenarios_agree_with_the_oracle(random_vectors: tuple[int, Path]
     seed, directory = random_vectors
     scenarios = runner.find_scenarios(directory)
     assert len(scenarios) == COUNT
-    failures = []
-    for scenario in scenarios:
-        expected = runner.expected_path(scenario, pi).read_text(encoding="utf-8")
-        report = runner.run_scenario_report(scenario, pi=pi)
-        if report.text != expected:
-            diffs = runner.compare_texts(expected, report.text, max_diffs=5)
-            failures.append(f"{scenario.name}: " + "; ".join(diffs) + "".join(report.tracebacks[:1]))
+    failures = runner.differences_from_expected(scenarios, pi)
     assert not failures, f"gen.py --pi 1.6.0 --seed {seed} (PI_RANDOM_SEED={seed} replays it):\n" + "\n".join(
         failures
     )

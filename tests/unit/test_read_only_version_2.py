@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from old_sessions import KIT_FIXTURES, as_version_2, cli_output, held_open, public_results
+from old_sessions import (
+    KIT_FIXTURES,
+    as_version_2,
+    assert_commands_print_as_held,
+    held_open,
+    public_results,
+)
 
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.scan import observing_lines
@@ -233,22 +239,7 @@ def test_the_commands_print_what_they_print_of_the_held_load(
 ) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(data)
-    flags = [] if index else ["--no-index"]
-    if index:
-        monkeypatch.setenv("PI_SESSION_INDEX_DIR", str(index))
-    commands = [
-        ["tree", *flags, str(path)],
-        ["context", "--json", *flags, str(path)],
-        ["stats", "--json", *flags, str(path)],
-    ]
-    with monkeypatch.context() as patch:
-        patch.setattr(loader, "KEEP_BYTES_LIMIT", 1 << 62)
-        held = [cli_output(capsys, *command) for command in commands]
-    for _ in range(2):
-        with monkeypatch.context() as patch:
-            patch.setattr(file_load, "load_exact", None)
-            assert [cli_output(capsys, *command) for command in commands] == held
-    assert path.read_bytes() == data
+    assert_commands_print_as_held(path, index, capsys, monkeypatch)
 
 
 @pytest.mark.parametrize("large", [False, True], ids=["held", "lazy"])
