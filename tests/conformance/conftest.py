@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pi_session_server.session import cache_dir, manager, scan_index
+from pi_session_server.session import cache_dir, file_load, fork_source, scan_index
 
 _read_from_index = [0]  # loads read from their index, in this process
 _module_loads = [0, 0]  # loads in the current module, and those of them read from their index
@@ -36,7 +36,7 @@ def through_the_index(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
     # written just before they are read: their indexes would be racy (cache_dir.RACY_NS), and a
     # racy index serves only a file that grew since
     monkeypatch.setattr(cache_dir, "RACY_NS", 0)
-    real_load = manager.load_lazy
+    real_load = file_load.load_lazy
     unread: list[str] = []
 
     def load_twice(fd: int, path: str, *args: Any, **kwargs: Any) -> Any:
@@ -52,7 +52,9 @@ def through_the_index(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
             unread.append(f"{path}: {scan_index.last_outcome}")
         return result
 
-    monkeypatch.setattr(manager, "load_lazy", load_twice)
+    # (a manager's load, and the read of a fork's source)
+    monkeypatch.setattr(file_load, "load_lazy", load_twice)
+    monkeypatch.setattr(fork_source, "load_lazy", load_twice)
     yield
     assert not unread, f"indexes written but not read back: {unread}"
 
