@@ -11,6 +11,7 @@ import io
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -159,20 +160,26 @@ def test_finish_gives_up_on_a_client_that_never_reads_and_leaves_the_stream_open
 def test_a_client_gone_drops_the_replies_and_says_so_once(
     served: Callable[..., Served], caplog: pytest.LogCaptureFixture
 ) -> None:
-    before = writer_threads()
+    # An earlier test's writer may say so late, on its own thread; one that ended may leave its
+    # ident to ours, but then said it before ours started. So: ours by the thread, said since.
+    before = [thread for thread in threading.enumerate() if thread.name == "pi-stdout"]
     server = served()
-    mine = writer_threads() - before  # (an earlier test's writer may say so late, on its own thread)
+    started = time.time()
+    mine = {
+        thread.ident
+        for thread in threading.enumerate()
+        if thread.name == "pi-stdout" and all(thread is not other for other in before)
+    }
     server.reader.close()
     for n in range(20):
         server.writer.write_frame(body(n, 100_000))
     assert within(lambda: server.on_loop(server.writer.finish), "finish() did not return") is True
-    said = [r for r in caplog.records if "replies are dropped" in r.getMessage() and r.thread in mine]
+    said = [
+        r
+        for r in caplog.records
+        if "replies are dropped" in r.getMessage() and r.thread in mine and r.created >= started
+    ]
     assert len(said) == 1
-
-
-def writer_threads() -> set[int | None]:
-    """The writer threads running now (each writer made on a loop has one)."""
-    return {thread.ident for thread in threading.enumerate() if thread.name == "pi-stdout"}
 
 
 def test_without_a_loop_frames_are_written_at_once() -> None:
