@@ -4,9 +4,11 @@ reference to it in the document.
 On an entry's own ``id``, on a key or value that names an entry (``parentId``, ``targetId``,
 ``firstKeptEntryId``, ``fromId``), on a tool call's ``id`` or on a tool result's ``toolCallId``,
 the subject is the entry (or tool call) meant, as go to definition and find references have it
-(:mod:`.navigation`): its own id is the declaration, the ids naming it are reads. Anywhere else,
-nothing: a highlight of the whole entry at every cursor move would say nothing. Each answer costs
-the subject's references (index look-ups), never a pass over the document.
+(:mod:`.navigation`): its own id is the declaration, the ids naming it are reads. In a version 1
+file, whose entries have no ids yet, an entry's ``type`` stands for its id and a compaction's
+``firstKeptEntryIndex`` names the entry it keeps. Anywhere else, nothing: a highlight of the whole
+entry at every cursor move would say nothing. Each answer costs the subject's references (index
+look-ups), never a pass over the document.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .document import SessionDocument
-from .navigation import Target, call_declarations, call_readers, entry_references, id_target, reference_at
+from .navigation import Target, call_declarations, call_readers, entry_references, entry_target, reference_at
 
 #: an entry's own id, or a tool call's
 DECLARATION = "declaration"
@@ -33,7 +35,7 @@ def highlights(doc: SessionDocument, line: int, offset: int) -> list[Highlight]:
     document order; none away from an id, and none for an id that names nothing (a dangling
     ``parentId`` has no entry to show)."""
     ref = reference_at(doc, line, offset)
-    if ref is None or not isinstance(ref.value, str):
+    if ref is None or (ref.kind != "position" and not isinstance(ref.value, str)):
         return []
     if ref.kind in ("toolCall", "toolCallId"):
         declared = call_declarations(doc, ref.value)
@@ -41,14 +43,14 @@ def highlights(doc: SessionDocument, line: int, offset: int) -> list[Highlight]:
             return []
         read = call_readers(doc, ref.value)
     else:
-        subject = ref.info if ref.kind == "self" else doc.entry_by_id(ref.value)
+        subject = ref.info if ref.kind == "self" else next((t.info for t in ref.targets(doc)), None)
         if subject is None:
             return []
-        declared = [id_target(subject)]
+        declared = [entry_target(doc, subject)]
         # a duplicate id pi's index does not keep (PI030) is named by nothing: the ids naming it
         # mean the entry that shadows it
-        named = doc.entry_by_id(ref.value) is subject
-        read = entry_references(doc, subject, include_declaration=False) if named else []
+        shadowed = ref.field == "id" and doc.entry_by_id(ref.value) is not subject
+        read = [] if shadowed else entry_references(doc, subject, include_declaration=False)
     found = [Highlight(t, DECLARATION) for t in declared] + [Highlight(t, REFERENCE) for t in read]
     found.sort(key=lambda h: (h.target.line, h.target.start))
     return found

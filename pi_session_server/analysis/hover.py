@@ -32,7 +32,9 @@ TEXT_LIMIT = 600
 ARGS_LIMIT = 300
 
 
-def _hovered(info: LineInfo, offset: int) -> tuple[Located | None, bool, Reference | None]:
+def _hovered(
+    doc: SessionDocument, info: LineInfo, offset: int
+) -> tuple[Located | None, bool, Reference | None]:
     """What is under the cursor at byte ``offset`` of ``info``'s line: the scalar (found once for
     every question of the hover: on a line of megabytes each look reads them; a key or value of
     the object has a path, a byte order mark before it has none), whether pi ignores it (written
@@ -45,7 +47,7 @@ def _hovered(info: LineInfo, offset: int) -> tuple[Located | None, bool, Referen
         return None, False, None
     if loc.path and not is_kept(raw, loc):
         return loc, True, None
-    ref = reference_of(info, loc)
+    ref = reference_of(info, loc, doc.is_v1())
     return loc, False, ref if ref is not None and ref.kind != "self" else None
 
 
@@ -54,7 +56,7 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
     if not 0 <= line < doc.line_count:
         return None
     info = doc.lines[line]
-    loc, ignored, ref = _hovered(info, offset)
+    loc, ignored, ref = _hovered(doc, info, offset)
     if ignored:
         assert loc is not None
         return _ignored_markdown(info, info.raw, loc), (loc.start, loc.end)
@@ -93,7 +95,7 @@ def reads_its_line_only(doc: SessionDocument, line: int, offset: int) -> bool:
         return True
     if info.kind != L.ENTRY:
         return False
-    _loc, ignored, ref = _hovered(info, offset)
+    _loc, ignored, ref = _hovered(doc, info, offset)
     if ignored:
         return True
     return ref is None and info.etype != "context_edit" and not edits_of(doc, info)
@@ -367,6 +369,17 @@ def _kept(doc: SessionDocument, info: LineInfo, value: Any) -> str:
     return f"first kept {_code(first_kept)}"
 
 
+def _no_entry_at(doc: SessionDocument, index: Any) -> str:
+    """What a version 1 compaction's ``firstKeptEntryIndex`` ``index`` that names no entry names
+    instead (pi's migration gives the compaction no kept entry's id from it)."""
+    value = links.version_1_value(doc, index)
+    if value is None:
+        return "no value of the file is at this position (the header's is 0)"
+    if value.kind == L.HEADER:
+        return f"the value at this position is a header (line {doc.line_number(value.line)})"
+    return f"line {doc.line_number(value.line)}, at this position, is no entry object"
+
+
 def _usage(usage: Any) -> list[str]:
     if not isinstance(usage, dict):
         return []
@@ -499,5 +512,9 @@ def _reference_hover(doc: SessionDocument, ref: Reference) -> str:
         if ref.field == "firstKeptEntryId" and ref.value is None:
             # pi 0.86.1's "keep nothing" (docs/DIAGNOSTICS.md, PI034)
             return "`firstKeptEntryId` `null`: the compaction **keeps nothing** from before it"
+        if ref.kind == "position":
+            return (
+                f"{_code(ref.field)} {_code(ref.value)}: **names no entry**: {_no_entry_at(doc, ref.value)}"
+            )
         return f"{_code(ref.field)} {_code(ref.value)}: **no entry has this id**"
     return "\n\n---\n\n".join(summary_markdown(doc, t.info) for t in targets[:5])

@@ -12,10 +12,11 @@ incrementally (a line nested 100,000 deep costs what a flat line of that length 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import msgspec
 
@@ -247,6 +248,14 @@ def _early_member_span(raw: bytes, key: str, written_inside: int = 0) -> tuple[i
         # what _may_repeat decides then, without its facts (which a line this short does not keep)
         return m.span(1) if _once_in_the_object(raw, quoted) else None
     return None if _may_repeat(raw, (key,), end) else m.span(1)
+
+
+def scalar_value(raw: bytes, span: tuple[int, int]) -> Any:
+    """The JSON scalar written at ``span`` of ``raw`` (None when it is none)."""
+    try:
+        return json.loads(raw[span[0] : span[1]])
+    except ValueError:
+        return None
 
 
 def key_span(raw: bytes, path: Path) -> tuple[int, int] | None:

@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..format.jsvalue import ABSENT, js_string_of
+from ..session.migrate import version_1_position
 from . import lines as L
 from .document import SessionDocument
+from .jsonpath import scalar_value, value_span
 from .lines import LineInfo
 
 #: per document: (its version, its entries in file order, each one's position among them)
@@ -43,36 +45,83 @@ def version_1_kept(doc: SessionDocument, index: Any) -> LineInfo | None:
     makes it the ``firstKeptEntryId`` of the file's value at that position (the header's 0; a
     non-object kept counts too, D3). None for a file of version 2 or later, and when that value is
     no entry (the header, a non-object, none: pi's migration gives no id of an entry)."""
+    info = version_1_value(doc, index)
+    return info if info is not None and info.kind == L.ENTRY else None
+
+
+def version_1_value(doc: SessionDocument, index: Any) -> LineInfo | None:
+    """The line of the value at position ``index`` of a version 1 file (an entry, a header or a
+    non-object kept: :func:`~..session.migrate.version_1_position`); None for a file of version 2
+    or later, and for an index that names no position (no number, not whole, out of range)."""
     if not doc.is_v1() or type(index) not in (int, float) or index < 0:
         return None
     if isinstance(index, float) and not index.is_integer():  # (1e400 too: no position)
         return None
-    values = _kept_values(doc)
-    if index >= len(values):
-        return None
-    info = values[int(index)]
-    return info if info.kind == L.ENTRY else None
+    values = _positions(doc).values
+    return values[int(index)] if index < len(values) else None
 
 
-#: per version 1 document: (its version, the lines of the values pi's migration counts, in order)
-_KEPT_VALUES: weakref.WeakKeyDictionary[SessionDocument, tuple[int, list[LineInfo]]] = (
+def version_1_index(info: LineInfo) -> tuple[Any, tuple[int, int]] | None:
+    """The ``firstKeptEntryIndex`` of a version 1 compaction ``info`` as pi reads it (its last
+    one, JSON.parse keeps it), and where it is on the line; None when it has none."""
+    span = value_span(info.raw, (KEPT_INDEX,)) if info.etype == "compaction" else None
+    return (scalar_value(info.raw, span), span) if span is not None else None
+
+
+def compactions_keeping(doc: SessionDocument, info: LineInfo) -> Sequence[LineInfo]:
+    """The compactions of a version 1 file whose ``firstKeptEntryIndex`` names the entry
+    ``info`` (:func:`version_1_kept`), in file order; none in a file of version 2 or later."""
+    if not doc.is_v1():
+        return ()
+    positions = _positions(doc)
+    if positions.keepers is None:
+        positions.keepers = _keepers(doc, positions)
+    return positions.keepers.get(info, ())
+
+
+#: the key by which a version 1 compaction names the first entry it keeps, by position
+KEPT_INDEX = "firstKeptEntryIndex"
+
+
+class _VersionOnePositions:
+    """A version 1 document's values as pi's migration counts positions (the header, the entries,
+    the non-objects kept), and which compactions name each entry (``keepers``: made on the first
+    ask, a hover reads only the positions)."""
+
+    def __init__(self, doc: SessionDocument) -> None:
+        self.values = [
+            info
+            for info in doc.lines
+            if version_1_position(info.kept, info.kind in (L.HEADER, L.ENTRY), info.etype) is not None
+        ]
+        self.keepers: dict[LineInfo, list[LineInfo]] | None = None
+
+
+def _keepers(doc: SessionDocument, positions: _VersionOnePositions) -> dict[LineInfo, list[LineInfo]]:
+    """Each entry that compactions of ``doc`` name, and those compactions in file order."""
+    found: dict[LineInfo, list[LineInfo]] = {}
+    for info in positions.values:
+        named = version_1_index(info) if info.kind == L.ENTRY else None
+        kept = version_1_kept(doc, named[0]) if named is not None else None
+        if kept is not None:
+            found.setdefault(kept, []).append(info)
+    return found
+
+
+#: per version 1 document: (its version, its positions)
+_POSITIONS: weakref.WeakKeyDictionary[SessionDocument, tuple[int, _VersionOnePositions]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _kept_values(doc: SessionDocument) -> list[LineInfo]:
-    """The lines of ``doc``'s values as pi's migration counts positions (the header, the
-    entries, the non-objects kept), made once a version: a hover asks at each cursor move."""
-    cached = _KEPT_VALUES.get(doc)
+def _positions(doc: SessionDocument) -> _VersionOnePositions:
+    """``doc``'s positions, made once a version: a hover asks at each cursor move."""
+    cached = _POSITIONS.get(doc)
     if cached is not None and cached[0] == doc.version:
         return cached[1]
-    values = [
-        info
-        for info in doc.lines
-        if info.kind in (L.HEADER, L.ENTRY) or (info.kind == L.NON_OBJECT and info.kept)
-    ]
-    _KEPT_VALUES[doc] = (doc.version, values)
-    return values
+    positions = _VersionOnePositions(doc)
+    _POSITIONS[doc] = (doc.version, positions)
+    return positions
 
 
 def parent(doc: SessionDocument, info: LineInfo) -> LineInfo | None:

@@ -4,18 +4,21 @@ References by id: ``parentId``, ``targetId`` (labels, context edits), ``firstKep
 ``fromId`` (branch summaries) name entries; a tool result's ``message.toolCallId`` names the
 ``toolCall`` block of an assistant message. Definitions go from a reference to what it names;
 references go from an entry (or a tool call) to everything naming it.
+
+A version 1 file's entries have no ids until pi's migration draws them: a compaction names the
+first entry it keeps by position (``firstKeptEntryIndex``, :func:`.links.version_1_kept`), and an
+entry is marked by its ``type`` where a later one has its ``id``.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from . import lines as L
 from . import links
 from .document import SessionDocument
-from .jsonpath import Located, is_kept, scalar_at, value_span
+from .jsonpath import Located, is_kept, scalar_at, scalar_value, value_span
 from .lines import LineInfo
 from .positions import text_end
 
@@ -35,8 +38,10 @@ class Target:
 
 @dataclass(frozen=True, slots=True)
 class Reference:
-    """An id value at a position: ``kind`` is ``entry`` (names an entry), ``toolCallId`` (names a
-    tool call), ``toolCall`` (a tool call's own id) or ``self`` (an entry's own ``id``)."""
+    """An id value at a position: ``kind`` is ``entry`` (names an entry), ``position`` (a version
+    1 compaction's ``firstKeptEntryIndex``: names an entry by position), ``toolCallId`` (names a
+    tool call), ``toolCall`` (a tool call's own id) or ``self`` (an entry's own ``id``; in a
+    version 1 file, its ``type``)."""
 
     kind: str
     field: str
@@ -49,6 +54,9 @@ class Reference:
         if self.kind == "entry":
             target = doc.entry_by_id(self.value) if isinstance(self.value, str) else None
             return [id_target(target)] if target is not None else []
+        if self.kind == "position":
+            kept = links.version_1_kept(doc, self.value)
+            return [entry_target(doc, kept)] if kept is not None else []
         if self.kind == "toolCallId":
             return call_targets(doc, self.info, self.value)
         return []
@@ -56,6 +64,15 @@ class Reference:
 
 def id_target(info: LineInfo) -> Target:
     span = value_span(info.raw, ("id",)) or (0, text_end(info.raw))
+    return Target(info, *span)
+
+
+def entry_target(doc: SessionDocument, info: LineInfo) -> Target:
+    """Where the entry ``info`` is named: its ``id``; in a version 1 file, which has none until
+    pi's migration draws them, its ``type``."""
+    if not doc.is_v1():
+        return id_target(info)
+    span = value_span(info.raw, ("type",)) or (0, text_end(info.raw))
     return Target(info, *span)
 
 
@@ -72,13 +89,6 @@ def call_block_target(assistant: LineInfo, call_id: str) -> Target:
     index = assistant.call_blocks[assistant.call_ids.index(call_id)]
     span = value_span(assistant.raw, ("message", "content", index, "id")) or (0, text_end(assistant.raw))
     return Target(assistant, *span)
-
-
-def _scalar(raw: bytes, span: tuple[int, int]) -> Any:
-    try:
-        return json.loads(raw[span[0] : span[1]])
-    except ValueError:
-        return None
 
 
 def read_span(raw: bytes, loc: Located) -> tuple[int, int] | None:
@@ -98,13 +108,13 @@ def reference_at(doc: SessionDocument, line: int, offset: int) -> Reference | No
     if info.kind != L.ENTRY:
         return None
     loc = scalar_at(info.raw, offset)
-    return reference_of(info, loc) if loc is not None else None
+    return reference_of(info, loc, doc.is_v1()) if loc is not None else None
 
 
-def reference_of(info: LineInfo, loc: Located) -> Reference | None:
-    """The id reference that the key or value ``loc`` of ``info``'s line is, if any (for a
-    caller that has found what is under the cursor already: on a line of megabytes, each look
-    reads them)."""
+def reference_of(info: LineInfo, loc: Located, version_1: bool) -> Reference | None:
+    """The id reference that the key or value ``loc`` of ``info``'s line, in a file of version 1
+    or not (``version_1``), is, if any (for a caller that has found what is under the cursor
+    already: on a line of megabytes, each look reads them)."""
     if info.kind != L.ENTRY:
         return None
     path = loc.path
@@ -113,11 +123,13 @@ def reference_of(info: LineInfo, loc: Located) -> Reference | None:
     if span is None:
         return None
     if len(path) == 1 and path[0] in ENTRY_REF_FIELDS:
-        return Reference("entry", str(path[0]), _scalar(raw, span), info, *span)
-    if path == ("id",):
-        return Reference("self", "id", _scalar(raw, span), info, *span)
+        return Reference("entry", str(path[0]), scalar_value(raw, span), info, *span)
+    if version_1 and path == (links.KEPT_INDEX,) and info.etype == "compaction":
+        return Reference("position", links.KEPT_INDEX, scalar_value(raw, span), info, *span)
+    if path == (("type",) if version_1 else ("id",)):
+        return Reference("self", str(path[0]), scalar_value(raw, span), info, *span)
     if path == ("message", "toolCallId") and info.role == "toolResult":
-        return Reference("toolCallId", "toolCallId", _scalar(raw, span), info, *span)
+        return Reference("toolCallId", "toolCallId", scalar_value(raw, span), info, *span)
     if (
         len(path) == 4
         and path[:2] == ("message", "content")
@@ -125,7 +137,7 @@ def reference_of(info: LineInfo, loc: Located) -> Reference | None:
         and info.role == "assistant"
         and path[2] in info.call_blocks
     ):
-        return Reference("toolCall", "id", _scalar(raw, span), info, *span)
+        return Reference("toolCall", "id", scalar_value(raw, span), info, *span)
     return None
 
 
@@ -149,7 +161,7 @@ def references(
     ref = reference_at(doc, line, offset)
     if ref is not None and ref.kind in ("toolCall", "toolCallId") and isinstance(ref.value, str):
         return _call_references(doc, ref, include_declaration)
-    if ref is not None and ref.kind == "entry":
+    if ref is not None and ref.kind in ("entry", "position"):
         targets = ref.targets(doc)
         if not targets:
             return []
@@ -167,7 +179,7 @@ def entry_references(
     tree = doc.tree
     out: list[Target] = []
     if include_declaration:
-        out.append(id_target(subject))
+        out.append(entry_target(doc, subject))
     for child in tree.kids(subject):
         span = value_span(child.raw, ("parentId",))
         if span is not None:
@@ -180,6 +192,10 @@ def entry_references(
             span = value_span(referrer.raw, (field,))
             if span is not None:
                 out.append(Target(referrer, *span))
+    for compaction in links.compactions_keeping(doc, subject):
+        named = links.version_1_index(compaction)
+        if named is not None:
+            out.append(Target(compaction, *named[1]))
     out.sort(key=lambda t: (t.line, t.start))
     return out
 
@@ -215,4 +231,4 @@ def children_targets(doc: SessionDocument, line: int) -> list[Target]:
     info = doc.lines[line]
     if info.kind != L.ENTRY:
         return []
-    return [id_target(child) for child in links.children(doc, info)]
+    return [entry_target(doc, child) for child in links.children(doc, info)]

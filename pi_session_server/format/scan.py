@@ -621,10 +621,13 @@ class FileLineSource:
         scan's observers)."""
         return contextlib.nullcontext()
 
-    def conform_scanned(self, entries: list[Entry], problems: list[LineProblem] | None = None) -> None:
-        """Make ``entries``, as a scan of this file's lines made them (with the lines that are no
-        entries, ``problems``), say what their values read through :meth:`read_line` say
-        (nothing to do here: those values are the lines' own)."""
+    def skipped_by_scan(self, problems: list[LineProblem]) -> None:
+        """Told before :meth:`conform_scanned` the lines a scan of this file found no entry on
+        (``problems``): nothing to do here, where no such line changes what an entry is."""
+
+    def conform_scanned(self, entries: list[Entry]) -> None:
+        """Make ``entries``, as a scan of this file's lines made them, say what their values read
+        through :meth:`read_line` say (nothing to do here: those values are the lines' own)."""
 
     def found_other_line(self) -> None:
         """A line read is not the entry loaded from it: the file changed underneath, or the index

@@ -34,7 +34,15 @@ from ..format.scan import (
 from .cache_dir import IndexSettings
 from .environment import Environment, on_disk
 from .index_rows import IndexedRows
-from .migrate import DrawnVersionOneLinks, StreamedMigration, migrate_value, session_version
+from .migrate import (
+    OTHER_POSITION,
+    DrawnVersionOneLinks,
+    StreamedMigration,
+    kept_value_position,
+    migrate_value,
+    session_version,
+    version_1_position,
+)
 from .scan_index import scan_with_index
 
 
@@ -143,11 +151,7 @@ class MigratingLineSource(FileLineSource):
         tree's previews are then made from the values, read migrated)."""
         return observing_lines(_left_unobserved)
 
-    def conform_scanned(
-        self,
-        entries: list[Entry],
-        problems: list[LineProblem] | None = None,  # noqa: ARG002 (no line that is no entry changes what one is)
-    ) -> None:
+    def conform_scanned(self, entries: list[Entry]) -> None:
         """Migrate ``entries`` as a scan of this file's lines made them: a value the scan holds (a
         line its envelope decoder does not take: too deep, ...) is migrated; the others' message
         entries are given the head their migrated value carries."""
@@ -196,6 +200,7 @@ class VersionOneLineSource(MigratingLineSource):
         self._links: DrawnVersionOneLinks | None = None
         self._offsets = array("q")  # each entry's line's offset, in file order
         self._positions = array("q")  # its position among the file's kept values
+        self._other_lines: list[int] = []  # the lines of the kept values that are no object
 
     def read_line(self, offset: int, length: int) -> Any:
         value = FileLineSource.read_line(self, offset, length)
@@ -204,30 +209,36 @@ class VersionOneLineSource(MigratingLineSource):
             self._links.migrate(value, self._positions[at])
         return value
 
-    def conform_scanned(self, entries: list[Entry], problems: list[LineProblem] | None = None) -> None:
+    def skipped_by_scan(self, problems: list[LineProblem]) -> None:
+        """The lines the scan found no entry on: those whose value pi keeps (no object) count as
+        positions (:meth:`conform_scanned` draws them)."""
+        kept = (p.line for p in problems if version_1_position(p.kind == "non_object", False, ABSENT))
+        self._other_lines = sorted(kept)
+
+    def conform_scanned(self, entries: list[Entry]) -> None:
         """Draw the links of ``entries`` (the scan's, after the header) and of the values that are
-        no object among them (``problems``' "non_object" lines: they count as positions), give
-        each entry the id and parent drawn, and migrate the values the scan holds."""
+        no object among them (:meth:`skipped_by_scan`), give each entry the id and parent drawn,
+        and migrate the values the scan holds."""
         carried = (entry.id for entry in entries if isinstance(entry.id, str))
         links = self._links = DrawnVersionOneLinks(self._header_id, carried)
-        others = iter(sorted(p.line for p in problems or () if p.kind == "non_object"))
+        others = iter(self._other_lines)
+        self._other_lines = []
         next_other = next(others, None)
         held = []
         for entry in entries:
             while next_other is not None and next_other < entry.line:
-                links.draw("other")
+                links.draw(OTHER_POSITION)
                 next_other = next(others, None)
+            position = links.positions
             self._offsets.append(entry.offset)
-            self._positions.append(links.positions)
+            self._positions.append(position)
+            drawn = links.draw(kept_value_position(True, entry.type), entry.id)
             if entry.is_loaded:
-                held.append((entry, links.positions))
-                links.draw("session" if entry.type == "session" else "entry", entry.id)
-                continue
-            drawn = links.draw("session" if entry.type == "session" else "entry", entry.id)
-            if drawn is not None:
+                held.append((entry, position))  # (its value is linked once every position is drawn)
+            elif drawn is not None:
                 entry.id, entry.parent_id = drawn
         while next_other is not None:  # (a compaction may name one after the last entry)
-            links.draw("other")
+            links.draw(OTHER_POSITION)
             next_other = next(others, None)
         links.drawn()
         for entry, position in held:  # (after every position's link: a compaction names a later one)
@@ -291,7 +302,8 @@ def load_lazy(
             lazy=lazy,
         )
     entries = result.entries
-    source.conform_scanned(entries, result.problems)
+    source.skipped_by_scan(result.problems)
+    source.conform_scanned(entries)
     entries.insert(0, Entry.of(peek.value, line=peek.line))  # in place: no second list of every entry
     total_lines = peek.line + 1 + result.lines
     return (

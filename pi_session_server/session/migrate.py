@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 from ..errors import ValueTypeError, cannot_read_property
 from ..format.jsvalue import ABSENT, js_string_of, to_number
@@ -139,18 +139,52 @@ class _MigrationIds:
             attempt += 1
 
 
+#: the kinds of the values of a version 1 file that count as positions for a compaction's
+#: ``firstKeptEntryIndex`` (:func:`version_1_position`)
+ENTRY_POSITION: Final = "entry"
+HEADER_POSITION: Final = "session"
+OTHER_POSITION: Final = "other"  # a kept value that is no object (D3: no entry, still a position)
+
+
+def version_1_position(kept: bool, is_object: bool, value_type: Any) -> str | None:
+    """What a line of a version 1 file is among the positions a compaction's
+    ``firstKeptEntryIndex`` counts (docs/FORMAT.md §8.2, D3), from what its reader knows of it:
+    whether pi keeps its value (``loadEntriesFromFile``: it parses and is truthy), whether that
+    value is an object, and its ``type``. Every kept value is a position (the header's is 0):
+    :func:`kept_value_position`; None for a line pi skips (blank, malformed, falsy)."""
+    return kept_value_position(is_object, value_type) if kept else None
+
+
+def kept_value_position(is_object: bool, value_type: Any) -> str:
+    """The kind of position a value pi keeps is (:func:`version_1_position`): an entry, a header
+    (a later one too) or a value that is no object (:data:`OTHER_POSITION`)."""
+    if not is_object:
+        return OTHER_POSITION
+    return HEADER_POSITION if value_type == "session" else ENTRY_POSITION
+
+
 # what a compaction naming a value by its position keeps when that value is no entry (none, the
 # header): its firstKeptEntryId as it was
 _UNCHANGED: Any = object()
 
 
+def _kept_id(position: str | None, entry_id: Any) -> Any:
+    """The ``firstKeptEntryId`` a compaction naming a value of the file by its position is given,
+    by that value's :func:`version_1_position`: an entry's id ``entry_id`` (ABSENT: none, the key
+    is removed), ABSENT for a value that is no object, :data:`_UNCHANGED` for a header or no
+    value."""
+    if position == ENTRY_POSITION:
+        return entry_id
+    return ABSENT if position == OTHER_POSITION else _UNCHANGED
+
+
 def _kept_id_of(target: Any) -> Any:
-    """The ``firstKeptEntryId`` a compaction naming ``target`` (a value of the file, or ABSENT: no
-    value there) by position is given: the target's id (ABSENT: none, the key is removed), or
-    :data:`_UNCHANGED`."""
-    if target is ABSENT or target is None or _type_of(target) == "session":
+    """:func:`_kept_id` of ``target``, a value of the file (or ABSENT: no value there)."""
+    if target is ABSENT or target is None:
         return _UNCHANGED
-    return target.get("id", ABSENT) if isinstance(target, dict) else ABSENT
+    is_object = isinstance(target, dict)
+    position = kept_value_position(is_object, _type_of(target))
+    return _kept_id(position, target.get("id", ABSENT) if is_object else ABSENT)
 
 
 class _VersionOneLinks:
@@ -168,13 +202,14 @@ class _VersionOneLinks:
     def migrate(self, entry: Any, position: int) -> Any:
         """Migrate ``entry``, the file's value at ``position``, in place; what a compaction naming
         it keeps (:func:`_kept_id_of` of it migrated)."""
-        if not isinstance(entry, dict):
+        position_kind = kept_value_position(isinstance(entry, dict), _type_of(entry))
+        if position_kind == OTHER_POSITION:
             if self._file_values or isinstance(entry, list):
                 # D3: a file's non-object line is not an entry; an array handed to inMemory gets
                 # an id in pi, which a list cannot hold: it is left as it is
                 return _kept_id_of(entry)
             raise not_an_entry(entry, "id")
-        if entry.get("type", ABSENT) == "session":
+        if position_kind == HEADER_POSITION:
             _set_key(entry, "version", 2)
             return _UNCHANGED
         new_id = self._ids.at(position)
@@ -275,11 +310,11 @@ class DrawnVersionOneLinks:
         return len(self._kept_ids)
 
     def draw(self, kind: str, carried: Any = ABSENT) -> tuple[str, Any] | None:
-        """The next position's: ``kind`` "entry" (an object other than a session, which carries the
-        id ``carried``: its id and its parent given, as a pair), "session" (an object of type
-        session: none) or "other" (a kept value that is no object: none)."""
+        """The next position's, of ``kind`` (:func:`version_1_position`): an entry, which carries
+        the id ``carried``, is given its id and its parent, as a pair; a header or a value that is
+        no object, none."""
         assert self._ids is not None, "drawn already"
-        if kind == "entry":
+        if kind == ENTRY_POSITION:
             new_id = self._ids.at(len(self._kept_ids))
             link = (new_id, self._parent)
             self._parents.append(self._parent)
@@ -287,7 +322,7 @@ class DrawnVersionOneLinks:
             self._kept_ids.append(new_id)
             self._carried_ids.append(carried)
             return link
-        kept = _UNCHANGED if kind == "session" else ABSENT
+        kept = _kept_id(kind, ABSENT)
         self._kept_ids.append(kept)
         self._carried_ids.append(kept)
         self._parents.append(None)

@@ -99,22 +99,32 @@ async def test_hover_on_the_header(editor: Editor, uri: str) -> None:
     assert "7 entries" in text and "**leaf** `g` (line 8)" in text
 
 
+V1_HEADER = '{"type":"session","id":"v1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/c"}'
+
+
+def v1_message(word: str) -> str:
+    """A user message line of a version 1 file (no id, no parentId)."""
+    return (
+        '{"type":"message","timestamp":"2025-01-01T00:00:01.000Z",'
+        f'"message":{{"role":"user","content":"{word}","timestamp":1}}}}'
+    )
+
+
+def v1_compaction(index: object, summary: str = "s") -> str:
+    """A compaction line of a version 1 file, naming the first entry it keeps by position."""
+    return (
+        f'{{"type":"compaction","timestamp":"2025-01-01T00:00:05.000Z","summary":"{summary}",'
+        f'"firstKeptEntryIndex":{json.dumps(index)},"tokensBefore":10}}'
+    )
+
+
 async def test_hover_on_a_version_1_compaction_names_the_entry_its_position_keeps(editor: Editor) -> None:
     # pi's migration makes firstKeptEntryIndex (a position among the file's values, the header's 0)
     # the firstKeptEntryId of the entry there: the compaction keeps from line 3 on
-    def compaction(index: object) -> str:
-        return (
-            '{"type":"compaction","timestamp":"2025-01-01T00:00:05.000Z","summary":"s",'
-            f'"firstKeptEntryIndex":{json.dumps(index)},"tokensBefore":10}}'
-        )
-
+    compaction = v1_compaction
     lines = [
-        '{"type":"session","id":"v1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/c"}',
-        *(
-            '{"type":"message","timestamp":"2025-01-01T00:00:01.000Z",'
-            f'"message":{{"role":"user","content":"{word}","timestamp":1}}}}'
-            for word in ("first", "second")
-        ),
+        V1_HEADER,
+        *(v1_message(word) for word in ("first", "second")),
         compaction(2),
         compaction(4),
         compaction(0),
@@ -132,6 +142,66 @@ async def test_hover_on_a_version_1_compaction_names_the_entry_its_position_keep
         "**tokens before** 10 · keeps nothing from before it",  # the header
         "**tokens before** 10 · keeps nothing from before it",  # no value there
     ]
+
+
+async def test_navigation_on_a_version_1_first_kept_index(editor: Editor) -> None:
+    # a version 1 compaction names the entry it keeps by position (the header's 0; 123 counts, a
+    # falsy line does not): definition, references, highlights and the hover follow it, as pi's
+    # migration does, past text whose columns differ in UTF-16 and UTF-8
+    uri = editor.fresh_uri()
+    lines = [
+        V1_HEADER,
+        v1_message("first 😀 数据"),  # position 1
+        "123",  # 2
+        "false",  # none
+        v1_message("second"),  # 3
+        v1_compaction(1, "kept 😀"),  # 4
+        v1_compaction(3, "kept 😀"),  # 5
+        v1_compaction(2, "kept 😀"),  # 6: no entry there
+        v1_compaction(1, "again 😀"),
+    ]
+    await editor.open(uri, "\n".join(lines) + "\n")
+    doc = td(uri)
+
+    def where(line: int, needle: str, occurrence: int = 0) -> tuple[int, int, int]:
+        start = editor.pos_of(uri, line, needle, occurrence).character
+        return line, start, editor.pos_of(uri, line, needle, occurrence, after=True).character
+
+    def index_at(line: int) -> types.Position:
+        return editor.pos_of(uri, line, '"firstKeptEntryIndex":', after=True)
+
+    def index(line: int) -> tuple[int, int, int]:
+        start = index_at(line).character
+        return line, start, start + 1
+
+    def placed(found: Sequence[Any] | None) -> list[tuple[int, int, int]]:
+        return [(f.range.start.line, f.range.start.character, f.range.end.character) for f in found or []]
+
+    definition = await editor.client.text_document_definition_async(
+        types.DefinitionParams(text_document=doc, position=index_at(5))
+    )
+    assert isinstance(definition, list) and placed(definition) == [where(1, '"message"')]
+    on_non_object = await editor.client.text_document_definition_async(
+        types.DefinitionParams(text_document=doc, position=index_at(7))
+    )
+    assert placed(on_non_object) == []  # type: ignore[arg-type]
+    references = await editor.client.text_document_references_async(
+        types.ReferenceParams(
+            context=types.ReferenceContext(True), text_document=doc, position=editor.pos_of(uri, 1, "数据")
+        )
+    )
+    assert placed(references) == [where(1, '"message"'), index(5), index(8)]
+    highlights = await editor.client.text_document_document_highlight_async(
+        types.DocumentHighlightParams(text_document=doc, position=index_at(6))
+    )
+    assert [(*placed([h])[0], types.DocumentHighlightKind(h.kind).name) for h in highlights or []] == [
+        (*where(4, '"message"'), "Write"),
+        (*index(6), "Read"),
+    ]
+    hover = await hover_text(editor, uri, index_at(5))
+    assert "**→ `message` · user**" in hover and "line 2" in hover and "first 😀" in hover
+    nothing = await hover_text(editor, uri, index_at(7))
+    assert "**names no entry**" in nothing and "line 3" in nothing
 
 
 async def test_hover_on_a_label_line_that_takes_the_label_back_says_it_is_cleared(editor: Editor) -> None:

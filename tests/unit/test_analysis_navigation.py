@@ -4,12 +4,14 @@ children ("go to implementation") and completion of ids and entry types."""
 from __future__ import annotations
 
 import builders as S
+import pytest
 from analysis_documents import at, linked, make
 
+from pi_session_server.analysis import links
 from pi_session_server.analysis.completion import ENTRY_ID, ENTRY_TYPE, MAX_IDS, TOOL_CALL_ID, completions
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.highlights import DECLARATION, REFERENCE, Highlight, highlights
-from pi_session_server.analysis.navigation import children_targets, definition, references
+from pi_session_server.analysis.navigation import Target, children_targets, definition, references
 
 
 def test_definition_on_a_value_pi_ignores_goes_where_pi_s_value_points() -> None:
@@ -257,3 +259,136 @@ def test_completion_of_a_tool_call_id_writes_it_as_its_call_does() -> None:
     found = completions(doc, 2, inside(doc, 2, '"toolCallId":"'))
     assert found is not None
     assert [(c.label, c.written) for c in found.candidates] == [("call\t1", "call\\t1")]
+
+
+def _v1_message(word: str) -> str:
+    return (
+        '{"type":"message","timestamp":"2025-01-01T00:00:01.000Z",'
+        f'"message":{{"role":"user","content":"{word}","timestamp":1}}}}'
+    )
+
+
+def _v1_compaction(index: str) -> str:
+    return (
+        '{"type":"compaction","timestamp":"2025-01-01T00:00:05.000Z","summary":"s",'
+        f'"firstKeptEntryIndex":{index},"tokensBefore":10}}'
+    )
+
+
+def version_1() -> SessionDocument:
+    """A version 1 file, whose compactions name the entry they keep by position (the header's 0;
+    a kept value that is no object counts, a falsy one does not)::
+
+    0 header                    position 0
+    1 user "first"              1
+    2 123                       2 (no entry)
+    3 false                     - (pi skips it)
+    4 user "second"             3
+    5 compaction 1              4   keeps line 1
+    6 compaction 3              5   keeps line 4
+    7 compaction 2              6   a non-object: nothing
+    8 compaction 0              7   the header: nothing
+    9 compaction 99             8   no value: nothing
+    10 compaction 9             9   itself
+    11 compaction 3 then 1      10  JSON.parse reads the last: line 1
+    """
+    doc = make(
+        '{"type":"session","id":"v1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/c"}',
+        _v1_message("first"),
+        "123",
+        "false",
+        _v1_message("second"),
+        _v1_compaction("1"),
+        _v1_compaction("3"),
+        _v1_compaction("2"),
+        _v1_compaction("0"),
+        _v1_compaction("99"),
+        _v1_compaction("9"),
+        _v1_compaction("3").replace(
+            '"firstKeptEntryIndex":3', '"firstKeptEntryIndex":3,"firstKeptEntryIndex":1'
+        ),
+    )
+    assert doc.is_v1()
+    return doc
+
+
+def spans(doc: SessionDocument, found: list[Target]) -> list[tuple[int, str]]:
+    return [(t.line, doc.lines[t.line].raw[t.start : t.end].decode()) for t in found]
+
+
+def test_definition_on_a_version_1_first_kept_index_goes_to_the_entry_at_that_position() -> None:
+    doc = version_1()
+
+    def defined(line: int, needle: str, occurrence: int = 0) -> list[tuple[int, str]]:
+        offset = at(doc, line, needle, occurrence) + needle.startswith(":")  # (on the number)
+        return spans(doc, definition(doc, line, offset))
+
+    assert defined(5, ":1,") == [(1, '"message"')]  # an entry has no id yet: its type marks it
+    assert defined(5, '"firstKeptEntryIndex"') == [(1, '"message"')]  # on the key
+    assert defined(6, ":3,") == [(4, '"message"')]  # the falsy line is no position, 123 is
+    assert defined(7, ":2,") == []  # 123: no entry
+    assert defined(8, ":0,") == []  # the header
+    assert defined(9, ":99,") == []  # past the last value
+    assert defined(10, ":9,") == [(10, '"compaction"')]  # itself: keeps nothing from before it
+    assert defined(11, ":3,") == [(1, '"message"')]  # the value pi ignores: the one pi reads
+    assert defined(11, ":1,") == [(1, '"message"')]
+
+
+def test_a_first_kept_index_names_nothing_unless_whole_and_a_number() -> None:
+    for index in ("1.5", '"1"', "true", "-1", "1e400", "null"):
+        doc = make(
+            '{"type":"session","id":"v1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/c"}',
+            _v1_message("first"),
+            _v1_compaction(index),
+        )
+        assert definition(doc, 2, at(doc, 2, '"firstKeptEntryIndex"')) == [], index
+        assert spans(doc, references(doc, 1, at(doc, 1, "first"))) == [(1, '"message"')], index
+
+
+def test_references_of_a_version_1_entry_are_the_compactions_keeping_it() -> None:
+    doc = version_1()
+    expected = [(1, '"message"'), (5, "1"), (11, "1")]
+    assert spans(doc, references(doc, 1, at(doc, 1, "first"))) == expected  # anywhere on its line
+    assert spans(doc, references(doc, 5, at(doc, 5, ":1,") + 1)) == expected  # from an index naming it
+    assert spans(doc, references(doc, 1, at(doc, 1, "first"), include_declaration=False)) == expected[1:]
+    assert spans(doc, references(doc, 4, at(doc, 4, "second"))) == [(4, '"message"'), (6, "3")]
+    assert spans(doc, references(doc, 10, at(doc, 10, '"s"'))) == [(10, '"compaction"'), (10, "9")]
+    assert references(doc, 7, at(doc, 7, ":2,") + 1) == []  # an index naming no entry
+
+
+def test_highlights_of_a_version_1_entry_from_its_type_and_from_an_index_naming_it() -> None:
+    doc = version_1()
+    expected = [(1, '"message"', DECLARATION), (5, "1", REFERENCE), (11, "1", REFERENCE)]
+    assert marks(doc, highlights(doc, 1, at(doc, 1, '"message"'))) == expected
+    assert marks(doc, highlights(doc, 5, at(doc, 5, ":1,") + 1)) == expected
+    assert marks(doc, highlights(doc, 11, at(doc, 11, ":3,") + 1)) == expected  # the ignored one
+    assert marks(doc, highlights(doc, 4, at(doc, 4, '"message"'))) == [
+        (4, '"message"', DECLARATION),
+        (6, "3", REFERENCE),
+    ]
+    assert highlights(doc, 7, at(doc, 7, ":2,") + 1) == []  # names no entry
+    assert highlights(doc, 1, at(doc, 1, "first")) == []  # away from the type
+
+
+def test_a_first_kept_index_means_nothing_in_a_file_of_version_2_or_later() -> None:
+    line = S.compaction("k", "a", "a").replace('"firstKeptEntryId":"a"', '"firstKeptEntryIndex":1')
+    doc = make(S.header(), S.user("a", None), line)
+    assert definition(doc, 2, at(doc, 2, '"firstKeptEntryIndex"')) == []
+    assert highlights(doc, 2, at(doc, 2, '"firstKeptEntryIndex"')) == []
+    assert spans(doc, references(doc, 1, at(doc, 1, '"a"'))) == [(1, '"a"'), (2, '"a"')]  # its parentId
+
+
+def test_the_compactions_keeping_each_version_1_entry_are_found_once_a_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    doc = version_1()
+    made = []
+    keepers = links._keepers
+    monkeypatch.setattr(links, "_keepers", lambda *args: made.append(1) or keepers(*args))
+    for line in (1, 4, 1):
+        references(doc, line, 0)
+    highlights(doc, 1, at(doc, 1, '"message"'))
+    assert len(made) == 1
+    doc.apply_edit(6, 0, 6, len(doc.lines[6].raw), _v1_compaction("1"))  # line 6 now keeps line 1 too
+    assert spans(doc, references(doc, 1, 0, include_declaration=False)) == [(5, "1"), (6, "1"), (11, "1")]
+    assert len(made) == 2
