@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import fs_error_from_oserror
+from ..errors import StaleFileError, fs_error_from_oserror
 from ..format.entry import Entry, LineBytes, MessageHead, head_for
 from ..format.jsjson import dumps_bytes
 from ..format.jsvalue import ABSENT
@@ -185,7 +185,11 @@ class VersionOneLineSource(MigratingLineSource):
     in order (non-objects count as positions), as the migration of the values together draws
     them; each value read is then linked by its line's offset. Lines another program appends are
     not migrated a line at a time (a later line's id may be one drawn already): the file is read
-    again whole (:attr:`reads_appended`)."""
+    again whole (:attr:`reads_appended`).
+
+    A line read again is linked by its position among the lines scanned, which every earlier line
+    decides: once the file was written (see :func:`_written_since`), no line is read from it
+    (StaleFileError) until it is read again whole, as a look at it does."""
 
     reads_appended = False
     keeps_line_ids = False
@@ -196,8 +200,12 @@ class VersionOneLineSource(MigratingLineSource):
         self._links: DrawnVersionOneLinks | None = None
         self._offsets = array("q")  # each entry's line's offset, in file order
         self._positions = array("q")  # its position among the file's kept values
+        self._scanned = os.fstat(fd)  # (before its lines are scanned)
 
     def read_line(self, offset: int, length: int) -> Any:
+        if _written_since(self._scanned, os.fstat(self.fd)):
+            self.found_other_line()
+            raise StaleFileError(f"session file changed underneath: {self.path}")
         value = FileLineSource.read_line(self, offset, length)
         at = bisect_left(self._offsets, offset)
         if self._links is not None and at < len(self._offsets) and self._offsets[at] == offset:
@@ -234,6 +242,16 @@ class VersionOneLineSource(MigratingLineSource):
             links.migrate(entry.value, position)
             entry.refresh_envelope()
         super().conform_scanned([entry for entry in entries if not entry.is_loaded])
+
+
+def _written_since(before: os.stat_result, now: os.stat_result) -> bool:
+    """Whether a file whose status was ``before`` was written since: its size or modification
+    time, or, while a name still leads to it, its change time (which an editor setting the
+    modification time back leaves). A file deleted or renamed over (no name leads to it) is
+    written by nobody: its lines stay as they were."""
+    if (now.st_size, now.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        return True
+    return now.st_nlink > 0 and now.st_ctime_ns != before.st_ctime_ns
 
 
 def migrating_source(path: str, fd: int, header: dict[str, Any], version: float) -> MigratingLineSource:
