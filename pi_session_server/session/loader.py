@@ -36,6 +36,7 @@ from .environment import Environment, on_disk
 from .index_rows import IndexedRows
 from .migrate import DrawnVersionOneLinks, StreamedMigration, migrate_value, session_version
 from .scan_index import scan_with_index
+from .storage import tail_marker
 
 
 def is_valid_header(value: Any) -> bool:
@@ -188,8 +189,9 @@ class VersionOneLineSource(MigratingLineSource):
     again whole (:attr:`reads_appended`).
 
     A line read again is linked by its position among the lines scanned, which every earlier line
-    decides: once the file was written (see :func:`_written_since`), no line is read from it
-    (StaleFileError) until it is read again whole, as a look at it does."""
+    decides: once the file was written otherwise than by lines appended (see
+    :meth:`_written_since_scan`), no line is read from it (StaleFileError) until it is read again
+    whole, as a look at it does."""
 
     reads_appended = False
     keeps_line_ids = False
@@ -201,9 +203,20 @@ class VersionOneLineSource(MigratingLineSource):
         self._offsets = array("q")  # each entry's line's offset, in file order
         self._positions = array("q")  # its position among the file's kept values
         self._scanned = os.fstat(fd)  # (before its lines are scanned)
+        self._scanned_tail = tail_marker(fd, self._scanned.st_size)
+
+    def _written_since_scan(self) -> bool:
+        """Whether the file was written since its scan began otherwise than by bytes appended
+        after those it had then (their last ones still there), as a look at the file tells an
+        append from a rewrite."""
+        now = os.fstat(self.fd)
+        if not _written_since(self._scanned, now):
+            return False
+        end = self._scanned.st_size
+        return not (now.st_size > end and tail_marker(self.fd, end) == self._scanned_tail)
 
     def read_line(self, offset: int, length: int) -> Any:
-        if _written_since(self._scanned, os.fstat(self.fd)):
+        if self._written_since_scan():
             self.found_other_line()
             raise StaleFileError(f"session file changed underneath: {self.path}")
         value = FileLineSource.read_line(self, offset, length)

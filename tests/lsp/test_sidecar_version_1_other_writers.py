@@ -7,22 +7,13 @@ a read is the old file's, the new file's or a clear error. The file is never wri
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sidecar_support import RpcFailure, Sidecar, start_sidecar, stop_sidecar
-from test_sidecar_old_sessions import answers
+from test_sidecar_old_sessions import LAZY_SERVER, answers
 from version_1_writers import CHANGES, NEEDS_PI, OTHER_SESSION, pi_is_here, told, version_1_session
-
-# the server with its size bound at 0: every read-only open reads its file lazily
-LAZY_SERVER = [
-    sys.executable,
-    "-c",
-    "import sys; from pi_session_server.session import loader; loader.KEEP_BYTES_LIMIT = 0; "
-    "from pi_session_server.cli import main; sys.exit(main(['serve', *sys.argv[1:]]))",
-]
 
 
 async def answers_as_a_copys(sidecar: Sidecar, path: Path, tmp_path: Path) -> tuple[list[str], str]:
