@@ -71,8 +71,10 @@ def stat_signature(path: str) -> Any:
 
 
 def signature_of(st: os.stat_result) -> Any:
-    """What a look at a followed file compares (see :func:`stat_signature`)."""
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    """What a look at a followed file compares (see :func:`stat_signature`): the change time too,
+    which a rewrite in place that keeps the size and sets the modification time back changes (as
+    the session's refresh compares it)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 class _Look:

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import fs_error_from_oserror
+from ..errors import StaleFileError, fs_error_from_oserror
 from ..format.entry import Entry, LineBytes, MessageHead, head_for
 from ..format.jsjson import dumps_bytes
 from ..format.jsvalue import ABSENT
@@ -44,6 +44,7 @@ from .migrate import (
     version_1_position,
 )
 from .scan_index import scan_with_index
+from .storage import tail_marker
 
 
 def is_valid_header(value: Any) -> bool:
@@ -189,7 +190,12 @@ class VersionOneLineSource(MigratingLineSource):
     in order (non-objects count as positions), as the migration of the values together draws
     them; each value read is then linked by its line's offset. Lines another program appends are
     not migrated a line at a time (a later line's id may be one drawn already): the file is read
-    again whole (:attr:`reads_appended`)."""
+    again whole (:attr:`reads_appended`).
+
+    A line read again is linked by its position among the lines scanned, which every earlier line
+    decides: once the file was written otherwise than by lines appended (see
+    :meth:`_written_since_scan`), no line is read from it (StaleFileError) until it is read again
+    whole, as a look at it does."""
 
     reads_appended = False
     keeps_line_ids = False
@@ -201,8 +207,23 @@ class VersionOneLineSource(MigratingLineSource):
         self._offsets = array("q")  # each entry's line's offset, in file order
         self._positions = array("q")  # its position among the file's kept values
         self._other_lines: list[int] = []  # the lines of the kept values that are no object
+        self._scanned = os.fstat(fd)  # (before its lines are scanned)
+        self._scanned_tail = tail_marker(fd, self._scanned.st_size)
+
+    def _written_since_scan(self) -> bool:
+        """Whether the file was written since its scan began otherwise than by bytes appended
+        after those it had then (their last ones still there), as a look at the file tells an
+        append from a rewrite."""
+        now = os.fstat(self.fd)
+        if not _written_since(self._scanned, now):
+            return False
+        end = self._scanned.st_size
+        return not (now.st_size > end and tail_marker(self.fd, end) == self._scanned_tail)
 
     def read_line(self, offset: int, length: int) -> Any:
+        if self._written_since_scan():
+            self.found_other_line()
+            raise StaleFileError(f"session file changed underneath: {self.path}")
         value = FileLineSource.read_line(self, offset, length)
         at = bisect_left(self._offsets, offset)
         if self._links is not None and at < len(self._offsets) and self._offsets[at] == offset:
@@ -245,6 +266,16 @@ class VersionOneLineSource(MigratingLineSource):
             links.migrate(entry.value, position)
             entry.refresh_envelope()
         super().conform_scanned([entry for entry in entries if not entry.is_loaded])
+
+
+def _written_since(before: os.stat_result, now: os.stat_result) -> bool:
+    """Whether a file whose status was ``before`` was written since: its size or modification
+    time, or, while a name still leads to it, its change time (which an editor setting the
+    modification time back leaves). A file deleted or renamed over (no name leads to it) is
+    written by nobody: its lines stay as they were."""
+    if (now.st_size, now.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        return True
+    return now.st_nlink > 0 and now.st_ctime_ns != before.st_ctime_ns
 
 
 def migrating_source(path: str, fd: int, header: dict[str, Any], version: float) -> MigratingLineSource:

@@ -340,10 +340,22 @@ class DrawnVersionOneLinks:
             _set_key(value, "version", 2)
         else:
             new_id = self._kept_ids[position]
-            if type(new_id) is str:  # (else the line read is not the one drawn: its envelope says)
+            # (else the line read is not the one drawn, and its envelope says so: a line written
+            # there since, by another program, may carry an id of its own, as a version 3 one does)
+            if type(new_id) is str and self._carries_scanned_id(value, position):
                 parent = self._parents[position]
                 _link(value, position, new_id, parent, lambda index: self._kept_id_at(index, position))
         _migrate_v2_to_v3([value])
+
+    def _carries_scanned_id(self, value: dict[str, Any], position: int) -> bool:
+        """Whether ``value`` carries the id the line drawn at ``position`` carried when it was
+        scanned (none, for a line pi wrote): a line linked is the one scanned, as a current file's
+        line read again is told by its id. (An id that is no string is not compared.)"""
+        carried = self._carried_ids[position]
+        found = value.get("id", ABSENT)
+        if carried is ABSENT:
+            return found is ABSENT
+        return type(carried) is not str or (type(found) is str and found == carried)
 
     def _kept_id_at(self, index: Any, position: int) -> Any:
         """What a compaction at ``position`` naming the value at ``index`` keeps."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,25 +16,22 @@ import pytest
 import reference_locations
 from old_sessions import KIT_FIXTURES, as_version_2
 from sidecar_support import SERVER_COMMAND, Sidecar, start_sidecar, stop_sidecar
+from version_1_writers import pi_opens
 
 pytestmark = pytest.mark.skipif(
     shutil.which("node") is None or not reference_locations.session_manager_module().is_file(),
     reason="needs node and pi (PI_ORACLE_DIR)",
 )
 
-# the server with its size bound at 0: every read-only open reads its file lazily
+# the server with its size bound at 0: every read-only open reads its file lazily (the command's
+# arguments are serve's)
 LAZY_SERVER = [
     sys.executable,
     "-c",
     "import sys; from pi_session_server.session import loader; loader.KEEP_BYTES_LIMIT = 0; "
-    "from pi_session_server.cli import main; sys.exit(main(['serve']))",
+    "from pi_session_server.cli import main; sys.exit(main(['serve', *sys.argv[1:]]))",
 ]
 
-PI_OPENS = """
-import { pathToFileURL } from "node:url";
-const { SessionManager } = await import(pathToFileURL(process.argv[1]).href);
-SessionManager.open(process.argv[2], process.argv[3]);
-"""
 
 VERSION_1 = (KIT_FIXTURES / "real" / "whamp-pi-v1-linear.jsonl").read_bytes()
 VERSION_2 = as_version_2((KIT_FIXTURES / "real" / "twkrash-0.85.1-branching.jsonl").read_bytes())
@@ -58,22 +54,12 @@ def appended_2(data: bytes) -> dict[str, Any]:
     }
 
 
-def pi_opens(path: Path, tmp_path: Path) -> None:
-    """pi opens ``path`` writable: an older file is migrated, rewritten as version 3."""
-    module = str(reference_locations.session_manager_module())
-    subprocess.run(
-        ["node", "--input-type=module", "-e", PI_OPENS, module, str(path), str(tmp_path / "pi-sessions")],
-        check=True,
-        capture_output=True,
-    )
-
-
 def migrated_by_pi(path: Path, tmp_path: Path) -> Path:
     """A copy of ``path`` as pi's writable open leaves it (a new copy at each call: the server may
     hold the earlier ones)."""
     copy = tmp_path / f"pi-{len(list(tmp_path.glob('pi-*')))}-{path.name}"
     shutil.copy(path, copy)
-    pi_opens(copy, tmp_path)
+    pi_opens(copy)
     return copy
 
 
@@ -132,7 +118,7 @@ async def test_a_read_only_view_of_an_older_file_answers_as_the_file_pi_migrates
         await assert_answers_as_pis(sidecar, address, path, tmp_path)
         # pi opens the file the view holds: it rewrites it as version 3, its ids now the file's
         told = list(sidecar.notifications["pi/didChange"])
-        pi_opens(path, tmp_path)
+        pi_opens(path)
         await sidecar.wait_for(
             "pi/didChange", lambda p: p["kind"] == "reloaded" and not any(p is q for q in told)
         )
