@@ -18,6 +18,20 @@ from pi_session_server.session.tree import TreeNode
 KIT_FIXTURES = Path(__file__).resolve().parent / "conformance" / "vectors" / "fixtures"
 
 
+def index_setting(indexed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> bool | Path:
+    """A test's ``index`` argument to an open: none, or a directory of its own in ``tmp_path``
+    with every file indexed, whatever its size (an ``index`` fixture's, param False or True)."""
+    if not indexed:
+        return False
+    monkeypatch.setenv("PI_SESSION_INDEX_MIN_SIZE", "0")
+    return tmp_path / "index"
+
+
+def read_as_large(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file is read as a large one: a read-only open of a version 1 file is then lazy."""
+    monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)
+
+
 def as_version_2(data: bytes) -> bytes:
     """A version 3 session as pi's version 2 held it: the header's version 2, and every other user
     message a hook's (``hookMessage``, the role version 3 calls ``custom``). Its lines are changed

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from old_sessions import public_results
+from old_sessions import index_setting, public_results, read_as_large
 from version_1_writers import (
     CHANGES,
     HEADER,
@@ -37,16 +37,12 @@ UNTOUCHED = {"pi's version 3 renamed over it", "another session moved over it", 
 
 @pytest.fixture(autouse=True)
 def lazy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every file is read as a large one: a read-only open of a version 1 file is lazy."""
-    monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)
+    read_as_large(monkeypatch)
 
 
 @pytest.fixture(params=[False, True], ids=["no-index", "index"])
 def index(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> bool | Path:
-    if not request.param:
-        return False
-    monkeypatch.setenv("PI_SESSION_INDEX_MIN_SIZE", "0")
-    return tmp_path / "index"
+    return index_setting(request.param, tmp_path, monkeypatch)
 
 
 def open_view(path: Path, index: bool | Path) -> SessionManager:

@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from old_sessions import KIT_FIXTURES, assert_commands_print_as_held, held_open, public_results
+from old_sessions import (
+    KIT_FIXTURES,
+    assert_commands_print_as_held,
+    held_open,
+    index_setting,
+    public_results,
+    read_as_large,
+)
 
 from pi_session_server.session import file_load, loader
 from pi_session_server.session.manager import SessionManager
@@ -100,16 +107,12 @@ def test_the_sessions_hold_the_kits_version_1_files_and_compactions() -> None:
 
 @pytest.fixture
 def large_files(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every file is read as a large one: a read-only open of a version 1 file is then lazy."""
-    monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)
+    read_as_large(monkeypatch)
 
 
 @pytest.fixture(params=[False, True], ids=["no-index", "index"])
 def index(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> bool | Path:
-    if not request.param:
-        return False
-    monkeypatch.setenv("PI_SESSION_INDEX_MIN_SIZE", "0")
-    return tmp_path / "index"
+    return index_setting(request.param, tmp_path, monkeypatch)
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from old_sessions import (
     as_version_2,
     assert_commands_print_as_held,
     held_open,
+    index_setting,
     public_results,
 )
 
@@ -187,10 +188,7 @@ def no_whole_file_read(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(params=[False, True], ids=["no-index", "index"])
 def index(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> bool | Path:
-    if not request.param:
-        return False
-    monkeypatch.setenv("PI_SESSION_INDEX_MIN_SIZE", "0")
-    return tmp_path / "index"
+    return index_setting(request.param, tmp_path, monkeypatch)
 
 
 @pytest.mark.usefixtures("large_files")
