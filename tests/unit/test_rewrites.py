@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -188,14 +189,33 @@ def test_the_lock_follows_a_file_replaced_while_it_was_awaited(tmp_path: Path):
     assert got and got[0] is not None and got[0].ino == path.stat().st_ino and got[0].size == len(LINE_B)
 
 
-def test_a_shrunk_file_is_waited_for_until_it_is_written_again(tmp_path: Path):
+class _WritesAtFirstPoll:
+    """The clock ``storage`` waits by, the other program's write made while it waits its first
+    poll (a timer thread could be late past the whole wait on a loaded machine)."""
+
+    monotonic = staticmethod(time.monotonic)
+
+    def __init__(self, write: Callable[[], object]) -> None:
+        self._write: Callable[[], object] | None = write
+
+    def sleep(self, _seconds: float) -> None:
+        write, self._write = self._write, None
+        if write is not None:
+            write()
+
+
+def test_a_shrunk_file_is_waited_for_until_it_is_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     path = tmp_path / "s.jsonl"
     path.write_bytes(LINE_A + LINE_B)
     identity = storage.FileIdentity.of(path.stat())
     known_end = path.stat().st_size
     with open(path, "r+b") as f:
         f.truncate(0)
-        threading.Timer(0.03, lambda: (f.write(LINE_A + LINE_B + PI), f.flush())).start()
+        monkeypatch.setattr(
+            storage, "time", _WritesAtFirstPoll(lambda: (f.write(LINE_A + LINE_B + PI), f.flush()))
+        )
         st = storage.settle_after_shrink(str(path), identity, known_end)
     assert st is not None and st.st_size >= known_end
     assert _state(path).size == len(LINE_A + LINE_B + PI)
