@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 
+import process_state
 import pytest
 
 if "PI_SESSION_INDEX_DIR" not in os.environ:
@@ -32,6 +33,18 @@ os.environ.pop("COLUMNS", None)
 # A developer's PI_CODING_AGENT_SESSION_DIR would send `list` and `check` there instead of the agent
 # directory a test sets up (session/cli_session_dir.py).
 os.environ.pop("PI_CODING_AGENT_SESSION_DIR", None)
+
+
+@pytest.fixture(autouse=True)
+def _process_state_kept() -> Iterator[None]:
+    """A test that leaves a process-wide setting changed (process_state.py) errors at its teardown,
+    with the setting put back: the tests after it in its worker run as they would alone. Set up
+    before a test's other fixtures of its scope, so torn down after them (monkeypatch's undo)."""
+    before = process_state.snapshot()
+    yield
+    changed = process_state.changes_since(before)
+    if changed:
+        pytest.fail("the test left process-wide state changed:\n" + "\n".join(changed), pytrace=False)
 
 
 @pytest.fixture

@@ -91,11 +91,17 @@ class InProcess:
                 self._cond.wait(0.1)
 
     def close(self) -> None:
+        """End the server and wait for the jobs it started (a job still running would hold what it
+        holds for the process, the collector's pause, into the next test; a test that leaves one
+        stuck on purpose ends after 10 s all the same)."""
         self._client_out.close()
         self._loop_thread.join(10)
         self._server_out.close()  # the reader sees the end of the replies
         self._reader.join(10)
         self._client_in.close()
+        deadline = time.monotonic() + 10
+        while not self.server.pool.idle() and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 
 def until(predicate: Callable[[], Any], what: str, timeout: float = 30) -> Any:

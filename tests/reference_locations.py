@@ -3,7 +3,8 @@ that says so, each with an environment override.
 
 * ``PI_ORACLE_DIR``: a copy of the reference runner (``run.mjs``) with its ``node_modules`` installed
   (``npm ci``): pi 0.86.1 as ``@earendil-works/pi-coding-agent``, pi 1.6.0 as ``pi-1.6.0``. Default
-  ``/var/tmp/oracle``, where ``.ci/run`` installs it. Tests that run pi itself are skipped without it.
+  ``/var/tmp/oracle``; ``.ci/run`` installs one of its own and sets the variable. Tests that run pi
+  itself are skipped without it.
 * ``PI_CONFORMANCE_KIT``: the conformance kit (the scenario generator ``gen.py``, its fixtures).
   Default: ``../shared/conformance`` beside the repository, where CI has it.
 
@@ -58,15 +59,26 @@ def has_pi_160(oracle: Path | None = None) -> bool:
     return ((oracle or oracle_dir()) / PI_160_PACKAGE).is_dir()
 
 
+class OracleFailed(Exception):
+    """The reference runner did not write what it was asked to."""
+
+
 def oracle_writes_expected(scenarios: Path, pi: str, oracle: Path | None = None) -> None:
     """The reference runner in ``oracle`` (default: :func:`oracle_dir`) writes, beside each scenario
-    in the directory ``scenarios``, the document pi ``pi`` gives for it under our rules."""
-    subprocess.run(
+    in the directory ``scenarios``, the document pi ``pi`` gives for it under our rules.
+
+    A failure says what the runner printed: its exit status alone hides why (a worker of the runner
+    that ends as it starts, as when its ``node_modules`` are being installed again, ends the runner
+    with status 1 as it stops its other workers)."""
+    ran = subprocess.run(
         ["node", "run.mjs", "--batch", str(scenarios), "--rules", "ours", "--pi", pi],
         cwd=oracle or oracle_dir(),
-        check=True,
         capture_output=True,
+        text=True,
+        check=False,
     )
+    if ran.returncode != 0:
+        raise OracleFailed(f"the reference runner (pi {pi}) exited {ran.returncode}:\n{ran.stderr[-4000:]}")
 
 
 if __name__ == "__main__":

@@ -456,6 +456,12 @@ class WorkerPool:
     def queue(self, name: str) -> SerialQueue:
         return SerialQueue(self, name)
 
+    def idle(self) -> bool:
+        """Whether no job runs or waits for a thread (a server run in a test's process has its
+        jobs done before the test ends: its threads outlive the server's loop)."""
+        with self._cond:
+            return not self._ready and self._idle == self._threads
+
     def schedule(self, queue: SerialQueue) -> None:
         with self._cond:
             self._ready.append(queue)

@@ -808,6 +808,10 @@ class Model:
         self.manager.close()
 
 
+# the conformance runner, which oracle_agrees imports: its directory is on the path once, as this
+# module is imported (sys.path is the process's, which each test leaves as it found it)
+sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+
 # the run's own times are normalized by when each side ran (the oracle's documents say "<TS>"): the
 # file's entries get one time of the past instead
 _ISO_TIME = re.compile(r'"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"')
@@ -820,7 +824,6 @@ _FILE_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z_")
 def oracle_agrees(directory: Path, session_file: Path) -> None:
     """The oracle (both pi releases) and the library load ``session_file`` alike: its tree, its
     entries, its leaf and its context (``directory``: a new one for the oracle's files)."""
-    sys.path.insert(0, str(ROOT / "tests" / "conformance"))
     import runner
 
     directory.mkdir()

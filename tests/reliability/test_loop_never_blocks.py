@@ -328,11 +328,12 @@ def test_a_followed_file_replaced_by_a_fifo_a_writer_waits_on_leaves_the_writer_
 
 
 def _big_session(path: Path, size_mb: int) -> int:
+    search_path = list(sys.path)
     sys.path.insert(0, str(ROOT / "bench"))
     try:
         from bench_sidecar import generate_session
     finally:
-        sys.path.pop(0)
+        sys.path[:] = search_path  # (bench_sidecar puts entries of its own before ours as it is imported)
     return generate_session(path, size_mb)
 
 

@@ -7,13 +7,14 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from builders import assistant_message, message_entry, user_message
 
 from pi_session_server.errors import InvalidSessionFileError
 from pi_session_server.format.jsvalue import ABSENT
-from pi_session_server.session import SessionManager, build_session_context, storage
+from pi_session_server.session import SessionManager, build_session_context, file_follow, storage
 from pi_session_server.session.tree import preorder
 
 HEADER = {"type": "session", "version": 3, "id": "sess", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}
@@ -247,7 +248,10 @@ def test_a_file_left_without_a_header_is_rewriting_once_then_unreadable_then_rel
     header is told once ("rewriting"), the file holding still so is "unreadable" once, and nothing
     more is said while it stays so; the session stays as it was; the header's return is
     "reloaded"."""
-    monkeypatch.setattr(storage, "UNREADABLE_AFTER", 0.2)
+    # the follower's clock, which moves only where the test moves it: two looks in a row on a
+    # loaded machine are not UNREADABLE_AFTER apart
+    now = [0.0]
+    monkeypatch.setattr(file_follow, "time", SimpleNamespace(monotonic=lambda: now[0]))
     lines = [HEADER, _msg("a0000001", None), _msg("b0000002", "a0000001")]
     path = _write(tmp_path / "s.jsonl", lines)
     whole = Path(path).read_bytes()
@@ -257,7 +261,7 @@ def test_a_file_left_without_a_header_is_rewriting_once_then_unreadable_then_rel
 
     def looks() -> list[str]:
         kinds = [sm.refresh_from_disk().kind, sm.refresh_from_disk().kind]
-        time.sleep(0.3)
+        now[0] += storage.UNREADABLE_AFTER
         return [*kinds, sm.refresh_from_disk().kind, sm.refresh_from_disk().kind]
 
     _shell('echo "notes, not a session" > "$0"', path)

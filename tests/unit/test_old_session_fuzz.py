@@ -5,6 +5,7 @@ difference it found has a small session of its own below."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,15 @@ from old_session_fuzz import (
 )
 
 from pi_session_server.analysis import codes
+
+
+@pytest.fixture(autouse=True)
+def _writes_not_synced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What is compared is what each way writes and gives, not that it reaches the disk: the
+    rewrites' fsyncs (every migration and repair of every seed, hundreds) wait on a disk other
+    processes write to, most of these tests' time on a loaded machine."""
+    monkeypatch.setattr(os, "fsync", lambda fd: None)
+
 
 # (55: the first seed on which a rewrite holding the values placed its problems in the old file)
 SEEDS = [*range(16), 55]

@@ -32,8 +32,10 @@ class _Left(Exception):
 @pytest.fixture
 def leaving(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """os._exit and the atexit handlers' run stood in for (not this test process's); the events in
-    order. The module's state is put back after the test."""
+    order. The module's state is put back after the test, and so is the hook a command run as the
+    program sets for its process (cli._interrupted_in_a_finalizer_ends_the_process)."""
     events: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)
 
     def exit_now(status: int) -> None:
         events.append(f"_exit {status}")

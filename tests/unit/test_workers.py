@@ -24,6 +24,21 @@ from pi_session_server.server.workers import (
 )
 
 
+def test_the_pool_is_idle_once_no_job_runs_or_waits() -> None:
+    pool = WorkerPool(max_threads=1)
+    assert pool.idle()
+    release = threading.Event()
+    running = pool.queue("a").submit(lambda token: release.wait(30))
+    waiting = pool.queue("b").submit(lambda token: "late")  # (no thread free for it)
+    assert not pool.idle()
+    release.set()
+    deadline = time.monotonic() + 10
+    while not pool.idle():
+        assert time.monotonic() < deadline, "the pool never went idle"
+        time.sleep(0.005)
+    assert running.done() and waiting.result() == "late"
+
+
 def test_one_queue_runs_its_jobs_one_at_a_time_in_order() -> None:
     pool = WorkerPool()
     queue = pool.queue("q")
