@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from pi_session_server.format import gcpause
+
 # pytest's own, which it sets for each phase of each test
 _PYTEST_VARIABLES = frozenset({"PYTEST_CURRENT_TEST"})
 
@@ -83,13 +85,6 @@ def _set_std_stream(name: str) -> Callable[[object], None]:
     return lambda stream: setattr(sys, name, stream)
 
 
-def _set_collector(enabled: bool) -> None:
-    if enabled:
-        gc.enable()
-    else:
-        gc.disable()
-
-
 def _set_threshold(threshold: tuple[int, ...]) -> None:
     gc.set_threshold(*threshold)
 
@@ -118,7 +113,8 @@ def _set_thread_excepthook(hook: Any) -> None:
 SETTINGS = (
     Setting("sys.getrecursionlimit()", sys.getrecursionlimit, sys.setrecursionlimit),
     Setting("sys.getswitchinterval()", sys.getswitchinterval, sys.setswitchinterval),
-    Setting("gc.isenabled()", gc.isenabled, _set_collector),
+    # (the process's setting, not a pause a server's job still running on a thread has under way)
+    Setting("gc.isenabled()", gcpause.enabled_outside_pauses, gcpause.set_enabled_outside_pauses),
     Setting("gc.get_threshold()", gc.get_threshold, _set_threshold),
     Setting("the working directory", _working_directory, _restore_working_directory),
     Setting("os.environ", _environment, _restore_environment),

@@ -45,3 +45,23 @@ def gc_paused() -> Iterator[None]:
             _pausing -= 1
             if _pausing == 0 and _was_enabled:
                 gc.enable()
+
+
+def enabled_outside_pauses() -> bool:
+    """Whether the collector is on as the process set it: while pauses run on other threads, what
+    the first of them found (and puts back when the last ends)."""
+    with _lock:
+        return _was_enabled if _pausing else gc.isenabled()
+
+
+def set_enabled_outside_pauses(enabled: bool) -> None:
+    """Turn the collector on or off as the process's setting: at once, or, while pauses run, when
+    the last of them ends."""
+    global _was_enabled
+    with _lock:
+        if _pausing:
+            _was_enabled = enabled
+        elif enabled:
+            gc.enable()
+        else:
+            gc.disable()

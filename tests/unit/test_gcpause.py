@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from pi_session_server.format.gcpause import gc_paused
+from pi_session_server.format.gcpause import enabled_outside_pauses, gc_paused, set_enabled_outside_pauses
 
 
 def test_overlapping_pauses_on_two_threads_share_one_pause() -> None:
@@ -44,3 +44,16 @@ def test_a_pause_inside_a_disabled_collector_leaves_it_disabled() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_process_setting_is_read_and_set_through_a_pause_under_way() -> None:
+    """(What the tests' guard of process-wide state reads and puts back, while a job of an
+    earlier test's server may still be loading on a thread.)"""
+    with gc_paused():
+        assert not gc.isenabled()
+        assert enabled_outside_pauses()
+        set_enabled_outside_pauses(False)
+        assert not enabled_outside_pauses()
+    assert not gc.isenabled()  # the setting made during the pause holds after it
+    set_enabled_outside_pauses(True)
+    assert gc.isenabled() and enabled_outside_pauses()
