@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,27 +59,86 @@ def held_open(path: Path, index: bool | Path) -> SessionManager:
         return SessionManager.open(str(path), read_only=True, index=index)
 
 
-def tree_rows(nodes: list[TreeNode]) -> Iterator[Any]:
+def tree_rows(nodes: list[TreeNode], encode: Callable[[Any], bytes] = dumps_bytes) -> Iterator[Any]:
     stack = list(reversed(nodes))
     while stack:
         node = stack.pop()
-        yield dumps_bytes(node.entry.value), node.label, node.label_timestamp, len(node.children)
+        yield encode(node.entry.value), node.label, node.label_timestamp, len(node.children)
         stack.extend(reversed(node.children))
+
+
+class EncodedOnce:
+    """``dumps_bytes`` of a session's values, each value remembered encoded once: met again (the
+    same object: an entry's value reappears in the tree and the branch, its message in the context
+    and the projection) its text is reused, written into a container that holds it through a
+    stand-in string replaced afterwards. The text is ``dumps_bytes``'s, byte for byte; a line
+    nested deeper than msgspec encodes takes the exact encoder, seconds each time it is encoded."""
+
+    # containers holding a remembered value lie this close to the top (the projection's entries,
+    # their source entries and messages): deeper ones are left as they are, to the encoder alone
+    STAND_IN_DEPTH = 4
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[Any, bytes]] = {}  # (the value is held: its id stays its own)
+        self._mark = uuid.uuid4().hex
+        self._stand_in = re.compile(rb'"stand-in-%s-(\d+)"' % self._mark.encode())
+
+    def remember(self, value: Any, depth: int = STAND_IN_DEPTH) -> bytes:
+        """The text of ``value``, reused wherever ``value`` is met again (``depth``: as deep as a
+        remembered value may lie in it; each container down to it is copied)."""
+        text = self(value, depth)
+        self._texts[id(value)] = (value, text)
+        return text
+
+    def __call__(self, value: Any, depth: int = STAND_IN_DEPTH) -> bytes:
+        known = self._texts.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        texts: list[bytes] = []
+        text = dumps_bytes(self._with_stand_ins(value, texts, depth))
+        if not texts:
+            return text
+        # (one pass over the text: a replace for each stand-in would be quadratic)
+        return self._stand_in.sub(lambda found: texts[int(found[1])], text)
+
+    def _with_stand_ins(self, value: Any, texts: list[bytes], depth: int) -> Any:
+        """``value`` with each remembered value in it, down to ``depth``, a stand-in string naming
+        its text in ``texts`` (the containers on the way copied; nothing else changes, key order
+        included)."""
+        known = self._texts.get(id(value))
+        if known is not None and known[0] is value:
+            texts.append(known[1])
+            return f"stand-in-{self._mark}-{len(texts) - 1}"
+        if depth == 0:
+            return value
+        if isinstance(value, Mapping):  # (an entry is one: encoded as a dict of its items)
+            return {k: self._with_stand_ins(v, texts, depth - 1) for k, v in value.items()}
+        if type(value) is list:
+            return [self._with_stand_ins(v, texts, depth - 1) for v in value]
+        return value
 
 
 def public_results(session: SessionManager) -> dict[str, Any]:
     """What the session gives, its values as JSON text (a line may be nested deeper than Python
     compares)."""
     entries = session.get_entries()
+    values = [e.value for e in entries]  # (read once: a lazy entry's is read again at each ask)
+    encode = EncodedOnce()
+    for value in values:  # (a message holds no other remembered value; an entry, its message)
+        if isinstance(value, dict) and "message" in value:
+            encode.remember(value["message"], depth=0)
     return {
         "header": dumps_bytes(session.get_header()),
         "id": session.get_session_id(),
-        "entries": [(dumps_bytes(e.value), e.line, e.type, e.id, e.parent_id, e.role) for e in entries],
-        "tree": list(tree_rows(session.get_tree())),
+        "entries": [
+            (encode.remember(v, depth=1), e.line, e.type, e.id, e.parent_id, e.role)
+            for e, v in zip(entries, values, strict=True)
+        ],
+        "tree": list(tree_rows(session.get_tree(), encode)),
         "leaf": session.get_leaf_id(),
-        "branch": [dumps_bytes(e.value) for e in session.get_branch()],
-        "context": dumps_bytes(session.build_session_context()),
-        "projection": dumps_bytes(session.build_session_projection()),
+        "branch": [encode(e.value) for e in session.get_branch()],
+        "context": encode(session.build_session_context()),
+        "projection": encode(session.build_session_projection()),
         "labels": [(session.get_label(e.id), session.get_label_timestamp(e.id)) for e in entries],
         "children": [[c.id for c in session.get_children(e.id)] for e in entries],
         "name": session.get_session_name(),

@@ -47,9 +47,9 @@ class _Drawn:
         self.children: list[_Drawn] = []
 
 
-def _sidecar_rows(path: Path, mode: str, search: str | None) -> list[str]:
-    """pi/getTree's filtered flat tree of ``path``, drawn as ``tree --ids --ascii`` draws a tree."""
-    manager = SessionManager.open(str(path), read_only=True)
+def _sidecar_rows(manager: SessionManager, mode: str, search: str | None) -> list[str]:
+    """pi/getTree's filtered flat tree of ``manager``'s session (opened read-only: a tree is built
+    afresh at each call), drawn as ``tree --ids --ascii`` draws a tree."""
     leaf = manager.get_leaf_id()
     view = tree_view(manager.get_tree(), leaf, manager.by_id, mode=mode, search=search)
     drawn = {node["id"]: _Drawn(node) for node in view["nodes"]}
@@ -69,6 +69,10 @@ def _sidecar_rows(path: Path, mode: str, search: str | None) -> list[str]:
     return list(tree_text_lines(roots, row, leaf, on_path, glyphs=ASCII))
 
 
+def _open(path: Path) -> SessionManager:
+    return SessionManager.open(str(path), read_only=True)
+
+
 def _cli_rows(path: Path, args: list[str], capsys: pytest.CaptureFixture[str]) -> list[str]:
     assert main(["tree", str(path), "--no-index", "--ids", "--ascii", "--width", str(WIDE), *args]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -77,17 +81,18 @@ def _cli_rows(path: Path, args: list[str], capsys: pytest.CaptureFixture[str]) -
 
 @pytest.mark.parametrize("path", SESSIONS, ids=[p.name for p in SESSIONS])
 def test_each_mode_draws_the_rows_pi_get_tree_gives(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    manager = _open(path)  # (once: each command below opens the file itself)
     for mode in PI_FILTERS:
         for search in SEARCHES:
             args = ["--filter", mode, *(["--search", search] if search else [])]
-            assert _cli_rows(path, args, capsys) == _sidecar_rows(path, mode, search), (mode, search)
+            assert _cli_rows(path, args, capsys) == _sidecar_rows(manager, mode, search), (mode, search)
 
 
 def test_a_search_alone_searches_every_entry(capsys: pytest.CaptureFixture[str]) -> None:
     """Without ``--filter``, ``--search`` keeps the entries of any type whose text holds its words
     (``none`` and a search, as pi/getTree takes them)."""
     assert _cli_rows(EXAMPLE, ["--search", "LRU cache"], capsys) == _sidecar_rows(
-        EXAMPLE, "none", "LRU cache"
+        _open(EXAMPLE), "none", "LRU cache"
     )
     rows = _cli_rows(EXAMPLE, ["--search", "LRU cache"], capsys)
     assert [row.split()[1] for row in rows] == ["e0f1a2b3", "d5e6f7a8", "b9c0d1e2"]
@@ -134,7 +139,7 @@ def test_a_search_finds_a_context_edit_by_pi_1_6_0_s_words(
     for search, shown in (("context omit", "e1"), ("edit REPLACE u1", "e2")):
         rows = _cli_rows(path, ["--filter", "all", "--search", search], capsys)
         assert [row.split()[1] for row in rows] == [shown], rows
-        assert rows == _sidecar_rows(path, "all", search)
+        assert rows == _sidecar_rows(_open(path), "all", search)
 
 
 @pytest.mark.parametrize(("pi", "hidden"), [("1.6.0", True), ("0.86.1", False)])
