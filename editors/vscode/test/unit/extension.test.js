@@ -707,6 +707,10 @@ test('saving a session whose lone CRs the save splits is warned about once', asy
   state.emitters.willSave.fire({ document: doc, waitUntil() {} });
   await flush();
   assert.equal(state.messages.warning.length, 2);
+  // the protection turned off: shown again, the editor's read-only state is reset
+  state.config['piSession.protectLoneCarriageReturns'] = false;
+  state.emitters.active.fire({ document: doc, selection: { active: { line: 0, character: 0 } } });
+  await until(() => ran(RESET_READONLY) === 1, 'the read-only state was reset');
 });
 
 test('a session made read-only whose lone CRs are gone when it is shown again is made writable; a server that cannot tell is asked again', async (t) => {
