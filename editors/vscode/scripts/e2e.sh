@@ -138,6 +138,14 @@ if [ ! -s "$BIG" ]; then
 fi
 flock -u 9; exec 9>&-
 mkdir -p "$RUN/ws/big" && cp --reflink=auto "$BIG" "$RUN/ws/big/big-session.jsonl"
+# a session whose second line holds a carriage return inside its entry (a lone CR: white space to
+# pi, a line break to VS Code): its editor opens read-only (step 11b)
+printf '%s\n%s\r%s\n%s\n' \
+  '{"type":"session","version":3,"id":"0199e2e0-cccc-7ddd-8eee-0000000000c1","timestamp":"2026-01-05T10:00:00.000Z","cwd":"/work/demo"}' \
+  '{"type":"message","id":"c0000001","parentId":null,"timestamp":"2026-01-05T10:00:01.000Z",' \
+  '"message":{"role":"user","content":"A line with a carriage return inside","timestamp":1767607201000}}' \
+  '{"type":"message","id":"c0000002","parentId":"c0000001","timestamp":"2026-01-05T10:00:02.000Z","message":{"role":"user","content":"After it","timestamp":1767607202000}}' \
+  > "$RUN/ws/lone-cr-session.jsonl"
 # a file in pi's session folder whose first line is no header: the path alone makes it a Pi Session
 mkdir -p "$RUN/ws/.pi/agent/sessions/--work-demo--"
 echo '{"type":"message","id":"x1","parentId":null,"timestamp":"2026-01-05T10:00:00.000Z"}' \

@@ -16,6 +16,7 @@ import { applyReports, nothingCheckedReason, runCheck } from './checkAll';
 import { CONTEXT_SCHEME, ContextDocuments, contextDocumentUri } from './contextDocument';
 import { LANGUAGE_ID, registerLanguageDetection } from './detect';
 import { editorLineOf, lineBreaksOf, piLineOf } from './lineBreaks';
+import { LoneCrGuard } from './loneCrGuard';
 import { EXTENSION_HOST_LIMIT_MB, opensInViewer } from './largeFiles';
 import type { Row, TreeItemData } from './lazyTree';
 import {
@@ -97,6 +98,7 @@ class Extension {
   readonly contextDocuments = new ContextDocuments((params) =>
     this.request<Context | ContextMarkdown>(Methods.buildSessionContext, params),
   );
+  readonly loneCrGuard = new LoneCrGuard({ lineBreaks: (uri) => this.knownLineBreaks(uri), log: (message) => this.log(message) });
 
   constructor(context: vscode.ExtensionContext) {
     const filter = vscode.workspace.getConfiguration('piSession').get<FilterMode>('tree.filter', 'default');
@@ -465,6 +467,8 @@ class Extension {
       const leaf = params.leafId;
       void this.tree.refresh(moved && leaf !== undefined && leaf !== null ? { id: leaf } : undefined);
     }
+    // (an append leaves the lines before it as they were, lone CRs included)
+    if (params.kind !== 'appended' && params.kind !== 'leafMoved') this.loneCrGuard.filesChanged((uri) => sameUri(this.wireUri(uri), changed));
     this.contextDocuments.sessionChanged((uri) => sameUri(uri, changed));
     this.viewer.sessionChanged((uri) => sameUri(uri, changed), (uri) => this.wireUri(uri));
   }
@@ -529,7 +533,12 @@ class Extension {
   /** The lines of a session file holding lone CRs, where VS Code's lines part from pi's (none when
    * the server cannot tell: a server without pi/getLineBreaks numbers lines as before). */
   async lineBreaks(uri: vscode.Uri): Promise<LoneCarriageReturnLine[]> {
-    return lineBreaksOf(await this.request<unknown>(Methods.getLineBreaks, { uri: this.wireUri(uri) }).catch(() => null));
+    return this.knownLineBreaks(uri).catch(() => []);
+  }
+
+  /** The lines of a session file holding lone CRs; throws when the server cannot tell. */
+  async knownLineBreaks(uri: vscode.Uri): Promise<LoneCarriageReturnLine[]> {
+    return lineBreaksOf(await this.request<unknown>(Methods.getLineBreaks, { uri: this.wireUri(uri) }));
   }
 
   async showContext(arg: unknown, atLeaf: boolean): Promise<void> {
@@ -823,7 +832,10 @@ export function activate(context: vscode.ExtensionContext): PiSessionApi {
       const uri = resourceOf(arg);
       if (uri) await ext.openAsText(uri);
     })),
-    vscode.window.onDidChangeActiveTextEditor(() => void ext.followActiveEditor()),
+    vscode.window.onDidChangeActiveTextEditor((editor) => {
+      void ext.followActiveEditor();
+      void ext.loneCrGuard.editorShown(editor);
+    }),
     vscode.window.onDidChangeTextEditorSelection((event) => ext.followCursor(event.textEditor)),
     vscode.window.tabGroups.onDidChangeTabs((event) => {
       if (event.opened.length > 0) void ext.redirectBigFiles(event.opened);
@@ -834,10 +846,17 @@ export function activate(context: vscode.ExtensionContext): PiSessionApi {
       // a language change (e.g. jsonl -> pi-session by first-line detection) reopens the document
       // without changing the active editor: the tree must follow it too
       if (document.languageId !== LANGUAGE_ID) return;
+      const active = vscode.window.activeTextEditor;
+      const shown = active?.document === document;
       if (!ext.started) void ext.start();
-      else if (vscode.window.activeTextEditor?.document === document) void ext.followActiveEditor();
+      else if (shown) void ext.followActiveEditor();
+      if (shown) void ext.loneCrGuard.editorShown(active);
     }),
-    vscode.workspace.onDidCloseTextDocument((document) => ext.contextDocuments.closed(document)),
+    vscode.workspace.onDidCloseTextDocument((document) => {
+      ext.contextDocuments.closed(document);
+      ext.loneCrGuard.closed(document);
+    }),
+    vscode.workspace.onWillSaveTextDocument((event) => ext.loneCrGuard.willSave(event.document)),
     vscode.workspace.onDidChangeConfiguration((event) => {
       // the pi release is an initialization option: the server starts again with the new one
       if ((event.affectsConfiguration('piSession.server') || event.affectsConfiguration('piSession.piVersion')) && ext.started) void ext.restart();
@@ -854,6 +873,7 @@ export function activate(context: vscode.ExtensionContext): PiSessionApi {
   // that it is missing.
   const hasSession = vscode.workspace.textDocuments.some((d) => d.languageId === LANGUAGE_ID);
   const ready = hasSession ? ext.start() : Promise.resolve();
+  void ext.loneCrGuard.editorShown(vscode.window.activeTextEditor);
   return { client: () => ext.currentClient(), tree: ext.tree, viewer: ext.viewer, restart: () => ext.restart(), ready };
 }
 

@@ -50,3 +50,30 @@ export function lineName(piLine: number, breaks: readonly LoneCarriageReturnLine
   const notes = [about, shown === piLine ? undefined : `pi's line ${piLine + 1}`].filter((note) => note);
   return `line ${shown + 1}${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`;
 }
+
+/**
+ * pi's lines whose lone CRs a save splits into lines pi reads otherwise. VS Code holds each lone CR
+ * as a line break and writes a line break in its place, so pi then reads each piece as a line of
+ * its own. A piece of spaces and tabs only was white space around the JSON value and becomes a
+ * blank line pi skips: a line with at most one piece holding more (a CR at its start or its end, or
+ * at the end of the file) reads the same. `editorLine(n)` is the text of VS Code's line n, undefined
+ * past the end.
+ */
+export function linesASaveSplits(
+  breaks: readonly LoneCarriageReturnLine[],
+  editorLine: (line: number) => string | undefined,
+): LoneCarriageReturnLine[] {
+  const split: LoneCarriageReturnLine[] = [];
+  let extra = 0; // the editor's lines above, in pi lines before the one looked at
+  for (const b of breaks) {
+    const first = b.line + extra;
+    let pieces = 0;
+    for (let n = first; n <= first + b.count; n++) {
+      const text = editorLine(n);
+      if (text !== undefined && !/^[ \t]*$/.test(text)) pieces++;
+    }
+    if (pieces > 1) split.push(b);
+    extra += b.count;
+  }
+  return split;
+}

@@ -5,7 +5,8 @@
 // pi's appends, with unsaved edits in the editor too), a hover, the highlights
 // and completion of ids, the context document, Check All Sessions, Fix All, and the session viewer
 // (a 100 MB session opened from the Explorer, scrolled, a branch switched, a tool call expanded; a
-// session holding HTML and script tags shown as text), and Open Session... (pi's sessions of the
+// session holding HTML and script tags shown as text), a session with a carriage return inside a
+// line opened read-only (its notice, Allow Editing, its save warned about), and Open Session... (pi's sessions of the
 // folder, the one picked opened in the viewer), and the server killed (a new one starts, and the
 // diagnostics of a session opened after it are listed). Run by scripts/e2e.sh. Prints
 // one line per check and "N passed, M failed".
@@ -542,6 +543,46 @@ try {
   }, 30_000, 500));
   check('after the quick fix and a save the tree drops the orphan root', offered && oneRoot,
     rows.map((r) => `${r.level}:${r.text.slice(0, 30)}`).join(' | '));
+
+  // 11b. a carriage return inside an entry's line (a lone CR: JSON white space to pi, a line break to
+  // VS Code, which writes one in its place on save, and pi loses the entry): the editor opens
+  // read-only with a notice saying why, and typing and saving leave the file as it was; Allow Editing
+  // makes it writable, and its save is warned about
+  const crFile = 'lone-cr-session.jsonl'; // (made by e2e.sh)
+  const crPath = path.join(FOLDER, crFile);
+  const crBefore = fs.readFileSync(crPath);
+  await openByName(page, crFile);
+  const crNotice = page.locator('.notifications-toasts .notification-toast', { hasText: 'carriage return inside the line' });
+  const crNoticed = await visible(crNotice, 60_000);
+  const crNoticeText = crNoticed ? squash(await crNotice.first().innerText()) : '';
+  check('a session with a CR inside a line: a notice says why its editor is read-only',
+    /is read-only: 1 line holds a carriage return inside the line \(line 2\)/.test(crNoticeText), crNoticeText.slice(0, 300));
+  await page.locator(`.tab[aria-label*="${crFile}"]`).first().click();
+  await goToLine(page, 4);
+  await until(async () => /Ln 4,/.test(await cursor.first().innerText()), 15_000);
+  await page.keyboard.type('x');
+  const refused = await visible(page.locator('.monaco-editor-overlaymessage', { hasText: 'read-only' }), 15_000);
+  // (a keystroke an editor takes marks its tab at once: none is marked once the refusal shows)
+  const untouched = (await page.locator('.tab.dirty', { hasText: crFile }).count()) === 0;
+  await page.keyboard.press('Control+S');
+  check('typing in it is refused as in a read-only editor, and the file stays as it was',
+    refused && untouched && fs.readFileSync(crPath).equals(crBefore),
+    `refused: ${refused}; edited: ${!untouched}; the file changed: ${!fs.readFileSync(crPath).equals(crBefore)}`);
+  let allowed = false;
+  let warnedOfSave = false;
+  if (crNoticed) {
+    await crNotice.first().locator('.monaco-button', { hasText: 'Allow Editing' }).first().click();
+    // done once the extension says so: it brings the editor forward first, which would close a Go to
+    // Line opened meanwhile
+    await until(() => logLines((name) => name.endsWith('Pi Session.log')).some((line) => line.includes(`${crFile}: made writable`)), 30_000, 500);
+    await goToLine(page, 4);
+    await page.keyboard.type('x');
+    allowed = await visible(page.locator('.tab.dirty', { hasText: crFile }), 15_000);
+    await page.keyboard.press('Control+S');
+    warnedOfSave = await visible(page.locator('.notifications-toasts .notification-toast', { hasText: `saving ${crFile} writes a line break` }), 30_000);
+  }
+  check('Allow Editing makes it writable, and its save is warned about', allowed && warnedOfSave, `edited: ${allowed}; warned: ${warnedOfSave}`);
+  await runCommand(page, 'Notifications: Clear All Notifications');
 
   // 12. the tree is cleared when no editor shows its session any more
   await runCommand(page, 'View: Close All Editors');

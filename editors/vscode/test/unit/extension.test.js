@@ -70,7 +70,8 @@ async function activated(options = {}) {
   const { state } = loaded;
   state.config['piSession.server.command'] = options.command ?? ['/opt/pi/bin/pi-session'];
   Object.assign(state.config, options.config ?? {});
-  const doc = makeDocument(Uri.parse(SESSION_URI), `${HEADER}\n{"type":"message"}\n`, 'pi-session');
+  Object.assign(state, options.state ?? {});
+  const doc = makeDocument(Uri.parse(SESSION_URI), options.text ?? `${HEADER}\n{"type":"message"}\n`, 'pi-session');
   state.documents.push(doc);
   state.activeTextEditor = { document: doc, selection: { active: { line: options.cursorLine ?? 0, character: 0 } } };
   const server = options.server ?? makeTreeServer(ENTRIES, 'a3');
@@ -593,7 +594,12 @@ test('a file with lone CRs: the tree\'s tooltips and its notice name lines as VS
   // pi's line 2 (a1) holds two lone CRs: pi's line 3 (u2) is VS Code's 5, pi's 4 (a2) VS Code's 6
   const breaks = { loneCarriageReturns: [{ line: 2, count: 2 }] };
   const info = { skippedLines: 1, skipped: [{ line: 4, column: 0, kind: 'malformed', message: 'invalid JSON' }], entryCount: ENTRIES.length };
-  const { api, client, state, restore } = await activated({ getInfo: () => info, other: (method) => (method === 'pi/getLineBreaks' ? breaks : null) });
+  // (the protection of a session with lone CRs asks on its own: it is tested on its own)
+  const { api, client, state, restore } = await activated({
+    getInfo: () => info,
+    other: (method) => (method === 'pi/getLineBreaks' ? breaks : null),
+    config: { 'piSession.protectLoneCarriageReturns': false },
+  });
   t.after(restore);
   const asked = () => client.requests.filter((r) => r.method === 'pi/getLineBreaks').length;
   assert.match(state.treeViews[0].message, /what it holds: line 7 \(invalid JSON; pi's line 5\)\./);
@@ -622,6 +628,112 @@ test('a file with lone CRs: the tree\'s tooltips and its notice name lines as VS
   await state.commands.get('piSession.tree.refresh')();
   assert.match(state.treeViews[0].message, /line 6 \(invalid JSON; pi's line 5\)/);
   assert.equal(asked(), 3);
+});
+
+// A session whose line 1 holds a lone CR inside its entry, and line 3 two: VS Code holds each as a
+// line break (its text below), and would write a line break in its place on save.
+const SPLIT_TEXT = `${HEADER}\n{"type":"message",\n"id":"a1"}\n{"type":"message","id":"a2"}\n{"type":"message",\n"id":"a3",\n"x":1}\n`;
+const SPLIT_BREAKS = [{ line: 1, count: 1 }, { line: 3, count: 2 }];
+const READONLY = 'workbench.action.files.setActiveEditorReadonlyInSession';
+const WRITEABLE = 'workbench.action.files.setActiveEditorWriteableInSession';
+const RESET_READONLY = 'workbench.action.files.resetActiveEditorReadonlyInSession';
+
+/** Activated on a session document with these lone CRs in its file (pi/getLineBreaks answers `breaks.now`). */
+async function activatedWithLoneCrs(breaks, options = {}) {
+  const other = (method) => {
+    if (method !== 'pi/getLineBreaks') return null;
+    if (breaks.now instanceof Error) throw breaks.now;
+    return { loneCarriageReturns: breaks.now };
+  };
+  const loaded = await activated({ text: SPLIT_TEXT, other, ...options });
+  const asked = () => loaded.client.requests.filter((r) => r.method === 'pi/getLineBreaks').length;
+  const ran = (command) => loaded.state.executed.filter(([id]) => id === command).length;
+  return { ...loaded, asked, ran };
+}
+
+test('a session whose file holds a CR inside a line is made read-only with one notice; Allow Editing makes it writable', async (t) => {
+  const breaks = { now: SPLIT_BREAKS };
+  const { state, doc, ran, restore } = await activatedWithLoneCrs(breaks, { state: { warningAnswer: 'Allow Editing' } });
+  t.after(restore);
+  await until(() => ran(READONLY) === 1, 'the editor was made read-only');
+  await until(() => ran(WRITEABLE) === 1, 'Allow Editing made it writable');
+  assert.equal(state.messages.warning.length, 1);
+  const [notice] = state.messages.warning;
+  // the lines named as VS Code numbers them (pi's beside), and why
+  assert.match(notice, /a\.jsonl is read-only: 2 lines hold a carriage return inside the line \(line 2, line 5 \(pi's line 4\)\)/);
+  assert.match(notice, /VS Code would write it as a line break on save, and pi would lose those entries/);
+  // the document's editor was brought forward first: the workbench's command acts on the active editor
+  assert.equal(state.shownDocuments.pop().document, doc);
+  // shown again (another editor, then this one): the user answered once, that holds
+  state.emitters.active.fire({ document: doc, selection: { active: { line: 0, character: 0 } } });
+  await flush();
+  assert.equal(ran(READONLY), 1);
+  assert.equal(state.messages.warning.length, 1);
+});
+
+test('a CR at the start or the end of a line, or at the end of the file, is no reason: a save leaves what pi reads', async (t) => {
+  // line 1: a CR before its entry; line 2: one after it, with spaces; the last line: a CR and no "\n"
+  const text = `${HEADER}\n\n{"type":"message","id":"a1"}\n{"type":"message","id":"a2"}  \n \t\n{"type":"message","id":"a3"}\n`;
+  const breaks = { now: [{ line: 1, count: 1 }, { line: 2, count: 1 }, { line: 3, count: 1 }] };
+  const { state, asked, ran, restore } = await activatedWithLoneCrs(breaks, { text });
+  t.after(restore);
+  await until(() => asked() > 0, 'the lone CRs were asked for');
+  await flush();
+  assert.equal(ran(READONLY), 0);
+  assert.deepEqual(state.messages.warning, []);
+});
+
+test('the protection can be turned off: no read-only editor, no notice, no warning on save', async (t) => {
+  const breaks = { now: SPLIT_BREAKS };
+  const { state, doc, ran, restore } = await activatedWithLoneCrs(breaks, { config: { 'piSession.protectLoneCarriageReturns': false } });
+  t.after(restore);
+  await flush();
+  state.emitters.willSave.fire({ document: doc, waitUntil() {} });
+  await flush();
+  assert.equal(ran(READONLY), 0);
+  assert.deepEqual(state.messages.warning, []);
+});
+
+test('saving a session whose lone CRs the save splits is warned about once', async (t) => {
+  const breaks = { now: SPLIT_BREAKS };
+  const { state, doc, ran, restore } = await activatedWithLoneCrs(breaks);
+  t.after(restore);
+  await until(() => ran(READONLY) === 1, 'the editor was made read-only');
+  await until(() => state.messages.warning.length === 1, 'the notice was shown');
+  // the user allowed editing (its answer aside here) and saves, twice
+  state.emitters.willSave.fire({ document: doc, waitUntil() {} });
+  await until(() => state.messages.warning.length === 2, 'the save was warned about');
+  assert.match(state.messages.warning[1], /saving a\.jsonl writes a line break where 2 lines held a carriage return inside the line \(line 2, line 5 \(pi's line 4\)\)\. pi will read each such entry as damaged lines and lose it/);
+  state.emitters.willSave.fire({ document: doc, waitUntil() {} });
+  await flush();
+  assert.equal(state.messages.warning.length, 2);
+  // the protection turned off: shown again, the editor's read-only state is reset
+  state.config['piSession.protectLoneCarriageReturns'] = false;
+  state.emitters.active.fire({ document: doc, selection: { active: { line: 0, character: 0 } } });
+  await until(() => ran(RESET_READONLY) === 1, 'the read-only state was reset');
+});
+
+test('a session made read-only whose lone CRs are gone when it is shown again is made writable; a server that cannot tell is asked again', async (t) => {
+  const breaks = { now: new Error('Method not found') };
+  const { state, client, doc, asked, ran, restore } = await activatedWithLoneCrs(breaks);
+  t.after(restore);
+  await until(() => asked() === 1, 'the lone CRs were asked for');
+  await flush();
+  assert.equal(ran(READONLY), 0);
+  // shown again: asked again (an error is not kept), and now the server tells
+  breaks.now = SPLIT_BREAKS;
+  const editor = { document: doc, selection: { active: { line: 0, character: 0 } } };
+  state.emitters.active.fire(editor);
+  await until(() => ran(READONLY) === 1, 'the editor was made read-only');
+  assert.equal(asked(), 2);
+  // closed and opened again after another program removed the lone CRs: the read-only state VS Code
+  // kept for the file is reset
+  state.emitters.close.fire(doc);
+  breaks.now = [];
+  client.notify('pi/didChange', { uri: SESSION_URI, kind: 'reloaded' });
+  state.emitters.active.fire(editor);
+  await until(() => ran(RESET_READONLY) === 1, 'the read-only state was reset');
+  assert.equal(ran(READONLY), 1);
 });
 
 test('Restart Server stops the client and starts a new one', async (t) => {
@@ -1084,7 +1196,8 @@ test('the viewer\'s buttons: open as text, the tree at an entry, the context at 
 test('the viewer names each entry\'s line as VS Code does after lone CRs, from one pi/getLineBreaks per file state', async (t) => {
   // pi's line 2 (a1) holds a lone CR: pi's line 5 (u3) is VS Code's 6
   const lineBreaks = { loneCarriageReturns: [{ line: 2, count: 1 }] };
-  const { panel, client, state, doc, restore } = await openViewer({ lineBreaks });
+  // (the protection of a session with lone CRs asks on its own: it is tested on its own)
+  const { panel, client, state, doc, restore } = await openViewer({ lineBreaks, config: { 'piSession.protectLoneCarriageReturns': false } });
   t.after(restore);
   const asked = () => client.requests.filter((r) => r.method === 'pi/getLineBreaks').length;
   const lines = (page) => page.items.map((i) => /data-action="reveal"[^>]*>([^<]*)</.exec(i.html)[1]);

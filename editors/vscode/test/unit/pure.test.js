@@ -13,7 +13,7 @@ const treeModel = require(path.join(out, 'treeModel.js'));
 const { LazyTree, hasChildContainer, isTreeChanged } = require(path.join(out, 'lazyTree.js'));
 const serverCommand = require(path.join(out, 'serverCommand.js'));
 const { parseCheckOutput } = require(path.join(out, 'checkReport.js'));
-const { editorLineOf, lineBreaksOf, lineName, piLineOf } = require(path.join(out, 'lineBreaks.js'));
+const { editorLineOf, lineBreaksOf, lineName, linesASaveSplits, piLineOf } = require(path.join(out, 'lineBreaks.js'));
 const { isSessionHeaderLine, isEntryLine, looksLikeSession } = require(path.join(out, 'detect.js'));
 const render = require(path.join(out, 'viewer', 'render.js'));
 const { makeTreeServer, chainEntries } = require('./fakeTree');
@@ -538,4 +538,26 @@ test('lineName: a line named as VS Code numbers it, and pi\'s number beside it w
   assert.equal(lineName(3, breaks, 'invalid JSON'), "line 6 (invalid JSON; pi's line 4)");
   assert.equal(lineName(1, breaks, 'invalid JSON'), 'line 2 (invalid JSON)');
   assert.equal(lineName(1, breaks, ''), 'line 2');
+});
+
+test('linesASaveSplits: the lines whose lone CRs a save would make two lines pi reads, not a CR at either end of one', () => {
+  // the file on disk, as pi reads it (lines end at "\n"), and VS Code's lines of it (a lone CR ends one too)
+  const text = [
+    '{"type":"session"}',
+    '{"type":"message",\r"id":"a1"}', // inside an entry: a save makes two broken lines of it
+    '\r{"id":"a2"}', // at the start of the line: a blank line pi skips, then the entry
+    '{"id":"a3"} \r\t', // at its end, with white space after it
+    '{"id":"a4",\r\r"x":1,\r"y":2}', // three inside one entry
+    '{"id":"a5"}\r', // the file's last line, without "\n": VS Code's last line is empty
+  ].join('\n');
+  const piLines = text.split('\n');
+  const breaks = lineBreaksOf({
+    loneCarriageReturns: piLines.map((raw, line) => ({ line, count: raw.split('\r').length - 1 })).filter((b) => b.count > 0),
+  });
+  const editorLines = text.split(/\r\n|\r|\n/);
+  const split = linesASaveSplits(breaks, (n) => editorLines[n]);
+  assert.deepEqual(split, [{ line: 1, count: 1 }, { line: 4, count: 3 }]);
+  // a text shorter than the breaks say (the document changed since): what is not there holds nothing
+  assert.deepEqual(linesASaveSplits([{ line: 1, count: 1 }], (n) => ['h', 'x'][n]), []);
+  assert.deepEqual(linesASaveSplits([], () => 'x'), []);
 });
