@@ -99,9 +99,7 @@ class InProcess:
         self._server_out.close()  # the reader sees the end of the replies
         self._reader.join(10)
         self._client_in.close()
-        deadline = time.monotonic() + 10
-        while not self.server.pool.idle() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        self.server.pool.wait_idle(10)
 
 
 def until(predicate: Callable[[], Any], what: str, timeout: float = 30) -> Any:

@@ -449,6 +449,8 @@ class WorkerPool:
         self._max_threads = max_threads
         self._name = name
         self._cond = threading.Condition()
+        # (its own condition on the same lock: a notify() of schedule's must wake a thread)
+        self._settled = threading.Condition(self._cond)
         self._ready: deque[SerialQueue] = deque()
         self._threads = 0
         self._idle = 0
@@ -456,11 +458,15 @@ class WorkerPool:
     def queue(self, name: str) -> SerialQueue:
         return SerialQueue(self, name)
 
-    def idle(self) -> bool:
-        """Whether no job runs or waits for a thread (a server run in a test's process has its
-        jobs done before the test ends: its threads outlive the server's loop)."""
-        with self._cond:
-            return not self._ready and self._idle == self._threads
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no job runs or waits for a thread, at most ``timeout`` seconds: whether none
+        does. (A server run in a test's process has its jobs done before the test ends: its threads
+        outlive the server's loop.)"""
+        with self._settled:
+            return self._settled.wait_for(self._idle_now, timeout)
+
+    def _idle_now(self) -> bool:
+        return not self._ready and self._idle == self._threads
 
     def schedule(self, queue: SerialQueue) -> None:
         with self._cond:
@@ -479,6 +485,8 @@ class WorkerPool:
             with self._cond:
                 while not self._ready:
                     self._idle += 1
+                    if self._idle == self._threads:
+                        self._settled.notify_all()
                     woken = self._cond.wait(IDLE_EXIT)
                     self._idle -= 1
                     if not woken and not self._ready:

@@ -26,16 +26,16 @@ from pi_session_server.server.workers import (
 
 def test_the_pool_is_idle_once_no_job_runs_or_waits() -> None:
     pool = WorkerPool(max_threads=1)
-    assert pool.idle()
+    assert pool.wait_idle(0)
     release = threading.Event()
     running = pool.queue("a").submit(lambda token: release.wait(30))
     waiting = pool.queue("b").submit(lambda token: "late")  # (no thread free for it)
-    assert not pool.idle()
+    assert not pool.wait_idle(0.05)
+    settled = threading.Event()
+    threading.Thread(target=lambda: pool.wait_idle(60) and settled.set(), daemon=True).start()
     release.set()
-    deadline = time.monotonic() + 10
-    while not pool.idle():
-        assert time.monotonic() < deadline, "the pool never went idle"
-        time.sleep(0.005)
+    # (told as the last job ends, not when the wait gives up)
+    assert settled.wait(10), "the pool never went idle"
     assert running.done() and waiting.result() == "late"
 
 
