@@ -448,9 +448,10 @@ class WorkerPool:
     def __init__(self, max_threads: int = MAX_THREADS, name: str = "pi-worker") -> None:
         self._max_threads = max_threads
         self._name = name
-        self._cond = threading.Condition()
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)
         # (its own condition on the same lock: a notify() of schedule's must wake a thread)
-        self._settled = threading.Condition(self._cond)
+        self._settled = threading.Condition(lock)
         self._ready: deque[SerialQueue] = deque()
         self._threads = 0
         self._idle = 0
