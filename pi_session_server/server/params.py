@@ -108,24 +108,26 @@ class OpeningParams(LocatedParams, kw_only=True):
     pi: PiVersionName | UnsetType = UNSET
 
 
-class OpenParams(OpeningParams, kw_only=True):
-    path: Path
+class OpeningInDirectoryParams(OpeningParams, kw_only=True):
+    """A method that looks for sessions in, or keeps one in, a session directory: ``sessionDir``,
+    else with ``cliSessionDir`` the one pi's command line would use (server/session_dir_choice.py)."""
+
     session_dir: Path | UnsetType = UNSET
     cli_session_dir: bool = False
+
+
+class OpenParams(OpeningInDirectoryParams, kw_only=True):
+    path: Path
     cwd_override: Path | UnsetType = UNSET
 
 
-class CreateParams(OpeningParams, kw_only=True):
+class CreateParams(OpeningInDirectoryParams, kw_only=True):
     cwd: Path
-    session_dir: Path | UnsetType = UNSET
-    cli_session_dir: bool = False
     options: SessionOptions | UnsetType = UNSET
 
 
-class ContinueRecentParams(OpeningParams, kw_only=True):
+class ContinueRecentParams(OpeningInDirectoryParams, kw_only=True):
     cwd: Path
-    session_dir: Path | UnsetType = UNSET
-    cli_session_dir: bool = False
 
 
 class InMemoryParams(OpeningParams, kw_only=True):
@@ -134,11 +136,9 @@ class InMemoryParams(OpeningParams, kw_only=True):
     entries: list[Any] | UnsetType = UNSET
 
 
-class ForkFromParams(OpeningParams, kw_only=True):
+class ForkFromParams(OpeningInDirectoryParams, kw_only=True):
     source_path: Path
     target_cwd: Path
-    session_dir: Path | UnsetType = UNSET
-    cli_session_dir: bool = False
     options: SessionOptions | UnsetType = UNSET
 
 
@@ -177,11 +177,9 @@ class ListAllParams(ListingParams, kw_only=True):
     pass
 
 
-class FindByIdParams(OpeningParams, kw_only=True):
+class FindByIdParams(OpeningInDirectoryParams, kw_only=True):
     cwd: Path
     id: str
-    session_dir: Path | UnsetType = UNSET
-    cli_session_dir: bool = False
 
 
 class DeleteParams(LocatedParams, kw_only=True):
