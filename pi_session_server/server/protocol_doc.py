@@ -739,7 +739,9 @@ def _descriptors(struct: Any, components: dict[str, Any]) -> list[dict[str, Any]
             if name in FIELD_DOCS:
                 descriptor["description"] = FIELD_DOCS[name]
             seen[name] = descriptor
-    return list(seen.values())
+    # the required first, each group in the order the structs declare them (a base's before its
+    # subclass's: the options every method of a kind takes would come before what this one needs)
+    return sorted(seen.values(), key=lambda descriptor: not descriptor.get("required", False))
 
 
 def _schemas() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
