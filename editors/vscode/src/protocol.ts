@@ -20,7 +20,6 @@ export interface OpenParams {
    * --pi`, initializationOptions.piVersion). Another value is InvalidParams (-32602), naming them.
    */
   pi?: '0.86.1' | '1.6.0';
-  path: string;
   sessionDir?: string;
   /**
    * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create, pi/open, pi/forkFrom: true,
@@ -36,6 +35,7 @@ export interface OpenParams {
    * SessionManager's default.
    */
   cliSessionDir?: boolean;
+  path: string;
   cwdOverride?: string;
 }
 
@@ -70,7 +70,6 @@ export interface CreateParams {
    * --pi`, initializationOptions.piVersion). Another value is InvalidParams (-32602), naming them.
    */
   pi?: '0.86.1' | '1.6.0';
-  cwd: string;
   sessionDir?: string;
   /**
    * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create, pi/open, pi/forkFrom: true,
@@ -86,6 +85,7 @@ export interface CreateParams {
    * SessionManager's default.
    */
   cliSessionDir?: boolean;
+  cwd: string;
   options?: SessionOptions;
 }
 
@@ -112,7 +112,6 @@ export interface ContinueRecentParams {
    * --pi`, initializationOptions.piVersion). Another value is InvalidParams (-32602), naming them.
    */
   pi?: '0.86.1' | '1.6.0';
-  cwd: string;
   sessionDir?: string;
   /**
    * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create, pi/open, pi/forkFrom: true,
@@ -128,6 +127,7 @@ export interface ContinueRecentParams {
    * SessionManager's default.
    */
   cliSessionDir?: boolean;
+  cwd: string;
 }
 
 export interface InMemoryParams {
@@ -171,8 +171,6 @@ export interface ForkFromParams {
    * --pi`, initializationOptions.piVersion). Another value is InvalidParams (-32602), naming them.
    */
   pi?: '0.86.1' | '1.6.0';
-  sourcePath: string;
-  targetCwd: string;
   sessionDir?: string;
   /**
    * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create, pi/open, pi/forkFrom: true,
@@ -188,6 +186,8 @@ export interface ForkFromParams {
    * SessionManager's default.
    */
   cliSessionDir?: boolean;
+  sourcePath: string;
+  targetCwd: string;
   options?: SessionOptions;
 }
 
@@ -362,8 +362,6 @@ export interface FindByIdParams {
    * --pi`, initializationOptions.piVersion). Another value is InvalidParams (-32602), naming them.
    */
   pi?: '0.86.1' | '1.6.0';
-  cwd: string;
-  id: string;
   sessionDir?: string;
   /**
    * pi/list, pi/listAll, pi/findById, pi/continueRecent, pi/create, pi/open, pi/forkFrom: true,
@@ -379,6 +377,8 @@ export interface FindByIdParams {
    * SessionManager's default.
    */
   cliSessionDir?: boolean;
+  cwd: string;
+  id: string;
 }
 
 export interface DeleteParams {
