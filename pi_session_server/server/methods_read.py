@@ -8,10 +8,11 @@ import contextlib
 import functools
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from operator import methodcaller
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 import msgspec
 from msgspec import UNSET
@@ -444,12 +445,21 @@ def _entry_at_line(manager: Any, line: int) -> dict[str, Any] | None:
     return node  # members the entry does not have (ABSENT) are left out on the wire
 
 
-# the last files' lone CRs (path -> the file's search, the reply): a client asks before each
-# conversion (the cursor moved), and a big file pi wrote is read through to find none; once pi
-# appended to it, only the bytes appended are read
-_line_breaks_kept: dict[str, tuple[SearchedFile, list[dict[str, int]]]] = {}
+# the last files' lone CRs (path -> what was found): a client asks before each conversion (the
+# cursor moved), and a big file pi wrote is read through to find none; once pi appended to it, only
+# the bytes appended are read
+_line_breaks_kept: dict[str, _KeptLineBreaks] = {}
 _line_breaks_lock = threading.Lock()  # (the sessions' queues run on several workers)
 _LINE_BREAKS_KEPT: Final = 16
+
+
+class _KeptLineBreaks(NamedTuple):
+    searched: SearchedFile
+    found: list[dict[str, int]]
+    # the file had not changed lately when it was searched: a change since shows in its status. A
+    # file that had (cache_dir.RACY_NS) may be rewritten within the same tick of the file system's
+    # clock, keeping its size and times: the reply is not given again while the file looks the same
+    settled: bool
 
 
 def _line_breaks(manager: Any) -> dict[str, Any]:
@@ -464,19 +474,33 @@ def _line_breaks(manager: Any) -> dict[str, Any]:
     identity = _file_identity(path)
     with _line_breaks_lock:
         kept = _line_breaks_kept.get(path)
-    if identity is not None and kept is not None and kept[0].identity == identity:
-        return {"loneCarriageReturns": kept[1]}
-    searched = lone_cr.search_file(path, None if kept is None else kept[0])
+    looks_the_same = identity is not None and kept is not None and kept.searched.identity == identity
+    if looks_the_same and kept is not None and kept.settled:
+        return {"loneCarriageReturns": kept.found}
+    # (read from its start a file that looks the same but may not be; else only what was appended)
+    started = time.time_ns()
+    searched = lone_cr.search_file(path, None if kept is None or looks_the_same else kept.searched)
     if searched is None:
         return {"loneCarriageReturns": []}
     found = [{"line": n, "count": count} for n, count in searched.search.found().by_line()]
     if searched.stamp is not None:  # (not changed while it was read)
+        settled = _settled_since(path, searched, started)
         with _line_breaks_lock:
             _line_breaks_kept.pop(path, None)
             while len(_line_breaks_kept) >= _LINE_BREAKS_KEPT:  # (the one asked about longest ago)
                 del _line_breaks_kept[next(iter(_line_breaks_kept))]
-            _line_breaks_kept[path] = (searched, found)
+            _line_breaks_kept[path] = _KeptLineBreaks(searched, found, settled)
     return {"loneCarriageReturns": found}
+
+
+def _settled_since(path: str, searched: SearchedFile, started: int) -> bool:
+    """Whether the file, as ``searched`` found it, had not changed lately when the search began at
+    ``started`` (ns), and is still so."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return cache_dir.identity(st) == searched.identity and not cache_dir.changed_lately(st, started)
 
 
 def _file_identity(path: str) -> cache_dir.Identity | None:

@@ -69,11 +69,13 @@ vim.filetype.add({
     ['.*%.jsonl'] = {
       function(path, bufnr)
         local lines = {}
-        if bufnr and bufnr > 0 and vim.api.nvim_buf_is_valid(bufnr) then
+        local loaded = bufnr and bufnr > 0 and vim.api.nvim_buf_is_valid(bufnr)
+        if loaded then
           lines = vim.api.nvim_buf_get_lines(bufnr, 0, DETECTION_LINES, false)
         end
-        if #lines == 0 or (#lines == 1 and lines[1] == '') then
-          -- no buffer, or not read yet (e.g. :setfiletype from a BufNew): look at the file itself
+        if #lines == 0 or (#lines == 1 and lines[1] == '') or (loaded and vim.bo[bufnr].fileformat == 'mac') then
+          -- no buffer, or not read yet (e.g. :setfiletype from a BufNew), or read with its lines
+          -- ending at "\r" (fileformat=mac): look at the file itself, whose lines end at "\n"
           local ok, read = pcall(vim.fn.readfile, path, '', DETECTION_LINES)
           lines = ok and read or {}
         end

@@ -2044,6 +2044,43 @@ test(':PiSessionTree of an empty session says it has no entries, not that the fi
   end, 'the empty tree')
 end)
 
+test("a session read with its lines ending at carriage returns (fileformat=mac) is read again as pi's lines, and written back byte for byte", function()
+  -- the header and the first entry hold lone CRs (JSON white space to pi): more "\r" than "\n" in
+  -- the first lines, so 'fileformats' with "mac" reads the file as mac; it is found a session still
+  local lines = {
+    '{"type":"session",\r"version":3,\r"id":"0199e2e0-dddd-7eee-8fff-0000000000d1","timestamp":"2026-01-05T10:00:00.000Z","cwd":"/work/demo"}',
+    '{"type":"message",\r"id":"d0000001",\r"parentId":null,\r"timestamp":"2026-01-05T10:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1767607201000}}',
+    '{"type":"message","id":"d0000002","parentId":"d0000001","timestamp":"2026-01-05T10:00:02.000Z","message":{"role":"user","content":"again","timestamp":1767607202000}}',
+  }
+  local bytes = table.concat(lines, '\n') .. '\n'
+  local fileformats = vim.o.fileformats
+  vim.o.fileformats = 'unix,dos,mac'
+  local said, restore = capture_notify()
+  local ok, err = pcall(function()
+    for _, how in ipairs({ 'detected', 'forced' }) do
+      local path = work .. '/mac/' .. how .. '-session.jsonl'
+      vim.fn.mkdir(vim.fs.dirname(path), 'p')
+      vim.fn.writefile(vim.split(bytes, '\n', { plain = true }), path, 'b')
+      vim.o.fileformats = how == 'forced' and 'unix,dos' or 'unix,dos,mac'
+      vim.cmd('silent! %bwipeout!')
+      vim.cmd((how == 'forced' and 'edit ++ff=mac ' or 'edit ') .. vim.fn.fnameescape(path))
+      local buf = vim.api.nvim_get_current_buf()
+      eq(vim.bo[buf].filetype, 'pi-session', how .. ': its filetype')
+      truthy(vim.wait(TIMEOUT, function()
+        return vim.bo[buf].fileformat == 'unix'
+      end, 20), how .. ': not read again as unix')
+      eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), lines, how .. ": the buffer's lines are pi's")
+      eq(said[#said], { 'pi-session: ' .. how .. '-session.jsonl read again with fileformat=unix: pi ends its lines at line feeds only, and a carriage return inside a line is part of it', vim.log.levels.INFO }, how .. ': what was said')
+      vim.cmd('silent write')
+      eq(table.concat(vim.fn.readfile(path, 'b'), '\n'), bytes, how .. ': the file as it was')
+    end
+  end)
+  restore()
+  vim.o.fileformats = fileformats
+  vim.cmd('silent! %bwipeout!')
+  truthy(ok, err)
+end)
+
 say(('%d passed, %d failed'):format(results.passed, results.failed))
 vim.fn.delete(work, 'rf')
 for _, c in ipairs(vim.lsp.get_clients()) do

@@ -850,13 +850,15 @@ export function activate(context: vscode.ExtensionContext): PiSessionApi {
       const shown = active?.document === document;
       if (!ext.started) void ext.start();
       else if (shown) void ext.followActiveEditor();
+      ext.loneCrGuard.opened(document); // (shown or not: Save All saves one in the background too)
       if (shown) void ext.loneCrGuard.editorShown(active);
     }),
     vscode.workspace.onDidCloseTextDocument((document) => {
       ext.contextDocuments.closed(document);
       ext.loneCrGuard.closed(document);
     }),
-    vscode.workspace.onWillSaveTextDocument((event) => ext.loneCrGuard.willSave(event.document)),
+    vscode.workspace.onDidChangeTextDocument((event) => ext.loneCrGuard.changed(event)),
+    vscode.workspace.onWillSaveTextDocument((event) => ext.loneCrGuard.willSave(event)),
     vscode.workspace.onDidChangeConfiguration((event) => {
       // the pi release is an initialization option: the server starts again with the new one
       if ((event.affectsConfiguration('piSession.server') || event.affectsConfiguration('piSession.piVersion')) && ext.started) void ext.restart();
@@ -873,6 +875,7 @@ export function activate(context: vscode.ExtensionContext): PiSessionApi {
   // that it is missing.
   const hasSession = vscode.workspace.textDocuments.some((d) => d.languageId === LANGUAGE_ID);
   const ready = hasSession ? ext.start() : Promise.resolve();
+  for (const document of vscode.workspace.textDocuments) ext.loneCrGuard.opened(document);
   void ext.loneCrGuard.editorShown(vscode.window.activeTextEditor);
   return { client: () => ext.currentClient(), tree: ext.tree, viewer: ext.viewer, restart: () => ext.restart(), ready };
 }

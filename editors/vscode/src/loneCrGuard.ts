@@ -4,7 +4,8 @@
 // loses the entry. Nothing in the editor can put the CR back, so the editor of such a session is
 // made read-only for the window's session (the user may allow editing), and a save of it is warned
 // about. The workbench's read-only commands act on the active editor: the editor is made read-only
-// when it is shown, not when its document opens.
+// when it is shown. Every session document is checked when it opens, shown or not: an extension may
+// edit one in the background, and Save All saves it too (that save is warned about).
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { LANGUAGE_ID } from './detect';
@@ -20,6 +21,9 @@ const RESET_READONLY_IN_SESSION = 'workbench.action.files.resetActiveEditorReado
 export const ALLOW_EDITING = 'Allow Editing';
 /** How many of the lines a message names; the others are counted. */
 const LINES_NAMED = 3;
+/** How long a save waits for what it would split, when not known yet (VS Code waits 1.5 s for all
+ * of a save's participants, and stops calling one that keeps overrunning). */
+const SAVE_WAITS_MS = 1000;
 
 export interface LoneCrGuardHost {
   /** The lone CRs of the file on disk (pi/getLineBreaks); throws when the server cannot tell. */
@@ -34,7 +38,8 @@ interface Split {
 }
 
 export class LoneCrGuard {
-  /** What a save of each open session would split, as found when its editor was first shown (by URI). */
+  /** What a save of each open session would split (by URI), from its file as it was when the
+   * document was read: asked when it opens, and again when it is read from disk again. */
   private readonly found = new Map<string, Promise<Split>>();
   /** Sessions whose notice was shown since they opened (the user answers it once). */
   private readonly told = new Set<string>();
@@ -70,26 +75,48 @@ export class LoneCrGuard {
     void this.tell(document, split);
   }
 
+  /** A session document opened, shown or not: what a save of it would split is asked now, from
+   * the file as it is before any save of it. */
+  opened(document: vscode.TextDocument): void {
+    if (guarded(document) && protectionOn()) void this.splitBySave(document);
+  }
+
+  /** A session document's text changed. Read from disk again (not dirty, and no undo or redo: VS
+   * Code took in another program's write), it is asked about again, and its editor, when active,
+   * looked at again; what was asked before was of the file before that write. An edit in the
+   * editor leaves the file as it was. */
+  changed(event: vscode.TextDocumentChangeEvent): void {
+    const document = event.document;
+    if (event.contentChanges.length === 0 || document.isDirty || event.reason !== undefined || !guarded(document)) return;
+    this.found.delete(document.uri.toString());
+    this.opened(document);
+    const active = vscode.window.activeTextEditor;
+    if (active?.document === document) void this.editorShown(active);
+  }
+
   /** A session is about to be saved: if the save splits lines pi reads, the user is told once (the
-   * save cannot be stopped, nor the carriage returns written back). */
-  willSave(document: vscode.TextDocument): void {
+   * save cannot be stopped, nor the carriage returns written back). Not asked about yet, the save
+   * waits a while for the answer: once written, the file holds no lone CR to find. */
+  willSave(event: vscode.TextDocumentWillSaveEvent): void {
+    const document = event.document;
+    if (!guarded(document) || !protectionOn() || this.warnedOfSave.has(document.uri.toString())) return;
+    event.waitUntil(settledWithin(this.splitBySave(document), SAVE_WAITS_MS).then((split) => split && this.warnOfSave(document, split)));
+  }
+
+  private warnOfSave(document: vscode.TextDocument, split: Split): void {
     const key = document.uri.toString();
-    const found = this.found.get(key);
-    if (!found || !guarded(document) || !protectionOn() || this.warnedOfSave.has(key)) return;
-    void found.then((split) => {
-      if (split.lines.length === 0 || this.warnedOfSave.has(key)) return;
-      this.warnedOfSave.add(key);
-      const message =
-        `Pi Session: saving ${path.basename(document.uri.fsPath)} writes a line break where ${counted(split.lines.length, 'line')} ` +
-        `held a carriage return inside the line (${linesNamed(split)}). pi will read each such entry as damaged lines and lose it; ` +
-        'VS Code cannot write the carriage returns back.';
-      this.host.log(message);
-      void vscode.window.showWarningMessage(message);
-    });
+    if (split.lines.length === 0 || this.warnedOfSave.has(key)) return;
+    this.warnedOfSave.add(key);
+    const message =
+      `Pi Session: saving ${path.basename(document.uri.fsPath)} writes a line break where ${counted(split.lines.length, 'line')} ` +
+      `held a carriage return inside the line (${linesNamed(split)}). pi will read each such entry as damaged lines and lose it; ` +
+      'VS Code cannot write the carriage returns back.';
+    this.host.log(message);
+    void vscode.window.showWarningMessage(message);
   }
 
   /** Files on disk changed otherwise than by an append (another program wrote them): their lone CRs
-   * are asked again when their editors are shown next. */
+   * are asked again when their editors are shown next, or before they are saved. */
   filesChanged(changed: (uri: vscode.Uri) => boolean): void {
     for (const key of [...this.found.keys()]) if (changed(vscode.Uri.parse(key))) this.found.delete(key);
   }
@@ -143,6 +170,13 @@ function guarded(document: vscode.TextDocument): boolean {
 
 function protectionOn(): boolean {
   return vscode.workspace.getConfiguration('piSession').get<boolean>(PROTECT_SETTING, true) !== false;
+}
+
+/** What `promise` gives if it settles within `ms`, else undefined then; undefined too if it fails. */
+function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, ms, undefined)));
+  return Promise.race([promise.catch(() => undefined), late]).finally(() => clearTimeout(timer));
 }
 
 /** The lines a save splits, as VS Code names them: the first few, the others counted. */

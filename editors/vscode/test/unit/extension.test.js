@@ -736,6 +736,66 @@ test('a session made read-only whose lone CRs are gone when it is shown again is
   assert.equal(ran(READONLY), 1);
 });
 
+/** A save of `document` as VS Code announces it: what the listeners asked it to wait for is kept. */
+function saveOf(document) {
+  const waited = [];
+  return { event: { document, waitUntil: (thenable) => waited.push(thenable) }, waited: () => Promise.all(waited) };
+}
+
+test('a session opened in the background, never shown, is asked about as it opens; its save (Save All) waits for that and is warned about', async (t) => {
+  // the active editor's session has no lone CR; another opens without an editor (an extension's edit)
+  const background = makeDocument(Uri.parse('file:///w/sessions/b.jsonl'), SPLIT_TEXT, 'pi-session');
+  const other = (method, params) => {
+    if (method !== 'pi/getLineBreaks') return null;
+    return { loneCarriageReturns: params.uri === background.uri.toString() ? SPLIT_BREAKS : [] };
+  };
+  const { state, client, ran, restore } = await activatedWithLoneCrs({ now: [] }, { text: `${HEADER}\n`, other });
+  t.after(restore);
+  const askedOf = (uri) => client.requests.filter((r) => r.method === 'pi/getLineBreaks' && r.params.uri === uri).length;
+  state.documents.push(background);
+  state.emitters.open.fire(background);
+  await until(() => askedOf('file:///w/sessions/b.jsonl') === 1, 'the background session was asked about as it opened');
+  const save = saveOf(background);
+  state.emitters.willSave.fire(save.event);
+  await save.waited(); // (the save waited: the warning was given before the file was written)
+  assert.equal(state.messages.warning.length, 1);
+  assert.match(state.messages.warning[0], /saving b\.jsonl writes a line break where 2 lines held a carriage return inside the line \(line 2, line 5 \(pi's line 4\)\)/);
+  assert.equal(askedOf('file:///w/sessions/b.jsonl'), 1);
+  assert.equal(ran(READONLY), 0); // (the workbench makes only the active editor read-only)
+});
+
+test('a session saved before it was asked about: the save waits for the answer', async (t) => {
+  const { state, client, doc, restore } = await activatedWithLoneCrs({ now: SPLIT_BREAKS }, { config: { 'piSession.protectLoneCarriageReturns': false } });
+  t.after(restore);
+  // the protection turned on only now: nothing was asked as the session opened
+  assert.equal(client.requests.filter((r) => r.method === 'pi/getLineBreaks').length, 0);
+  state.config['piSession.protectLoneCarriageReturns'] = true;
+  const save = saveOf(doc);
+  state.emitters.willSave.fire(save.event);
+  await save.waited();
+  assert.match(state.messages.warning[0] ?? '', /saving a\.jsonl writes a line break where 2 lines/);
+});
+
+test('a session read from disk again is asked about again: a rewrite the server could not tell (the same size within one clock tick) is not answered from before', async (t) => {
+  const breaks = { now: [] };
+  const { state, doc, asked, ran, restore } = await activatedWithLoneCrs(breaks);
+  t.after(restore);
+  await until(() => asked() === 1, 'the lone CRs were asked for');
+  // another program wrote lone CRs into the file, and no pi/didChange came; VS Code read it again
+  breaks.now = SPLIT_BREAKS;
+  state.emitters.change.fire({ document: doc, contentChanges: [{ text: '' }], reason: undefined });
+  await until(() => ran(READONLY) === 1, 'the editor was made read-only');
+  assert.equal(asked(), 2);
+  assert.match(state.messages.warning[0], /a\.jsonl is read-only: 2 lines hold a carriage return inside the line/);
+  // an edit in the editor, and an undo, leave the file as it was: not asked again
+  doc.isDirty = true;
+  state.emitters.change.fire({ document: doc, contentChanges: [{ text: 'x' }], reason: undefined });
+  doc.isDirty = false;
+  state.emitters.change.fire({ document: doc, contentChanges: [{ text: '' }], reason: 1 });
+  await flush();
+  assert.equal(asked(), 2);
+});
+
 test('Restart Server stops the client and starts a new one', async (t) => {
   const { state, restore } = await activated();
   t.after(restore);

@@ -114,7 +114,7 @@ class MarkdownString {
 function makeDocument(uri, text, languageId) {
   const lines = text.split('\n');
   return {
-    uri, languageId, version: 1,
+    uri, languageId, version: 1, isDirty: false,
     get lineCount() { return lines.length; },
     lineAt(i) { return { text: lines[i].replace(/\r$/, '') }; },
     getText() { return text; },
@@ -146,7 +146,7 @@ function createState() {
     extensions: {},
     emitters: {
       open: new EventEmitter(), close: new EventEmitter(), active: new EventEmitter(), config: new EventEmitter(),
-      selection: new EventEmitter(), tabs: new EventEmitter(), willSave: new EventEmitter(),
+      selection: new EventEmitter(), tabs: new EventEmitter(), willSave: new EventEmitter(), change: new EventEmitter(),
     },
     tabGroups: [],
     closedTabs: [],
@@ -229,6 +229,7 @@ function createVscode(state) {
       }),
       onDidOpenTextDocument: state.emitters.open.event,
       onDidCloseTextDocument: state.emitters.close.event,
+      onDidChangeTextDocument: state.emitters.change.event,
       onWillSaveTextDocument: state.emitters.willSave.event,
       onDidChangeConfiguration: state.emitters.config.event,
       get textDocuments() { return state.documents; },
