@@ -5,7 +5,8 @@ On an id value that refers to another entry (``parentId``, ``targetId``, ``first
 describes the line's own entry: type and role, model, tokens and cost, time, depth, parent,
 children, label, branch point / current path / leaf, what a context edit does to the context (and,
 on an edited entry, which lines edit it), and a preview of the content. Tree facts come from
-:mod:`.links` (a version 1 file is the chain pi's migration makes of it).
+:mod:`.links` (a version 1 file is the chain pi's migration makes of it; on a key naming an entry
+that a version 1 line carries anyway, the hover says what the migration makes of it).
 """
 
 from __future__ import annotations
@@ -504,7 +505,7 @@ _MIGRATED = {
 #: what follows :data:`_MIGRATED` when the key names no entry after the migration
 _MIGRATED_TO_NONE = {
     links.BY_PREVIOUS_ENTRY: " (none: the first entry is a root)",
-    links.BY_KEPT_INDEX: " (which is no entry's)",
+    links.BY_KEPT_INDEX: " (none: it names no entry before the compaction)",
 }
 
 

@@ -267,11 +267,11 @@ def on_leaf_path(doc: SessionDocument, info: LineInfo) -> bool:
     return info in chain[1]
 
 
+#: what stands for the id of an entry of a version 1 file (:func:`shown_id`)
+NO_ID_YET = "no id yet (version 1)"
+
+
 def shown_id(doc: SessionDocument, info: LineInfo) -> str:
     """The entry's id as text; an entry of a version 1 file has none until pi migrates the file
     (one its line carries is replaced)."""
     return js_string_of(info.id) if ids_as_written(doc) else NO_ID_YET
-
-
-#: what stands for the id of an entry of a version 1 file (:func:`shown_id`)
-NO_ID_YET = "no id yet (version 1)"

@@ -152,6 +152,10 @@ def test_hovers_say_what_pi_s_migration_makes_of_each_carried_key() -> None:
     )
     assert on(5, '"bbbb"').startswith("`fromId` `bbbb`: **names no entry**")
     assert on(6, '"bbbb"').startswith("`firstKeptEntryId` `bbbb`: **names no entry**")
+    assert on(7, '"cccc"') == (
+        "`firstKeptEntryId` `cccc`: pi's migration replaces this firstKeptEntryId with the id "
+        "firstKeptEntryIndex names (none: it names no entry before the compaction)"
+    )
     assert on(9, '"aaaa"').startswith(
         "`firstKeptEntryId` `aaaa`: pi's migration replaces this firstKeptEntryId with the id "
         "firstKeptEntryIndex names\n\n---\n\n**→ `message` · assistant**"
