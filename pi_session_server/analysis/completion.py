@@ -4,11 +4,12 @@ entry type.
 Inside the value of ``parentId``, ``targetId``, ``firstKeptEntryId`` or ``fromId``: the ids of
 the document's entries, the nearest ones before the line first (what a line usually continues
 from), then those after it, nearest first (for ``parentId``, neither the entry's own id nor those
-of the entries below it: a cycle); inside a tool result's ``message.toolCallId``: the ids
-of the tool calls in the assistant messages, in the same order (a result answers a call made just
-before it); inside ``type``: the entry types the chosen pi release knows (``session`` too on the
-first line). Each item replaces the whole content of the string
-between its quotes; in a string not closed yet, what is typed of it, and closes it.
+of the entries below it: a cycle), and none in a version 1 file (pi's migration gives every entry
+a new id); inside a tool result's ``message.toolCallId``: the ids of the tool calls in the
+assistant messages, in the same order (a result answers a call made just before it); inside
+``type``: the entry types the chosen pi release knows (``session`` too on the first line). Each
+item replaces the whole content of the string between its quotes; in a string not closed yet, what
+is typed of it, and closes it.
 
 What an item writes, and what the editor filters it by as the user types, is the id as the
 document writes it where it is defined (a quote, a backslash, a control character, a character
@@ -30,6 +31,7 @@ from dataclasses import dataclass, replace
 
 from ..format.records import ENTRY_TYPES
 from . import lines as L
+from . import links
 from .document import SessionDocument
 from .fields import Path
 from .jsonpath import scalar_at, value_span
@@ -91,6 +93,8 @@ def completions(doc: SessionDocument, line: int, offset: int) -> Completions | N
     if key == "type":
         found = Completions(start, end, _entry_types(doc, line), ENTRY_TYPE, incomplete=False)
     elif key in ENTRY_NAMING_KEYS:
+        if not links.ids_as_written(doc):
+            return None  # a version 1 file: no id written there names an entry pi reads
         ids_of = _parent_ids_for(doc, doc.lines[line]) if key == "parentId" else _entry_id_of
         candidates, incomplete = _ids_around(doc, line, typed, ids_of, _id_path)
         found = Completions(start, end, candidates, ENTRY_ID, incomplete)

@@ -24,7 +24,7 @@ from ..format.jsvalue import get, index_key, js_string_of, truthy
 from ..render.editor_text import markdown_plain
 from ..session.profiles import ignored_by
 from ..session.projection import EDITABLE_ROLES, edit_target_role
-from . import codes
+from . import codes, links
 from .document import SessionDocument
 from .lines import LineInfo, Problem
 from .preview import full_value, one_line
@@ -43,10 +43,10 @@ class EditEffect:
 
 def edits_of(doc: SessionDocument, target: LineInfo) -> list[LineInfo]:
     """The ``context_edit`` lines naming ``target``'s id, in file order (none under a release
-    without context edits)."""
-    if not doc.profile.context_edits or not isinstance(target.id, str):
+    without context edits, nor in a version 1 file: :func:`.links.referrers`)."""
+    if not doc.profile.context_edits:
         return []
-    return [r for r in doc.tree.referrers.get(target.id, ()) if r.etype == "context_edit"]
+    return [r for r in links.referrers(doc, target) if r.etype == "context_edit"]
 
 
 def is_malformed(edit: LineInfo) -> bool:

@@ -5,10 +5,11 @@ On an entry's own ``id``, on a key or value that names an entry (``parentId``, `
 ``firstKeptEntryId``, ``fromId``), on a tool call's ``id`` or on a tool result's ``toolCallId``,
 the subject is the entry (or tool call) meant, as go to definition and find references have it
 (:mod:`.navigation`): its own id is the declaration, the ids naming it are reads. In a version 1
-file, whose entries have no ids yet, an entry's ``type`` stands for its id and a compaction's
-``firstKeptEntryIndex`` names the entry it keeps. Anywhere else, nothing: a highlight of the whole
-entry at every cursor move would say nothing. Each answer costs the subject's references (index
-look-ups), never a pass over the document.
+file, whose entries have no ids yet, an entry's ``type`` stands for its id, a compaction's
+``firstKeptEntryIndex`` names the entry it keeps, and a key naming an entry that a line carries
+anyway names what pi's migration puts there (:func:`.links.named_entry`). Anywhere else, nothing:
+a highlight of the whole entry at every cursor move would say nothing. Each answer costs the
+subject's references (index look-ups), never a pass over the document.
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ def _entry_titles(
 ) -> list[str]:
     """What the lens of an entry says (nothing: no lens); ``labelled``, ``edited``: the keys of
     the entries labels and context edits name."""
-    kids = len(doc.tree.kids(info))
+    kids = len(links.children(doc, info))
     titles = []
     if kids > 1:
         titles.append(f"{BRANCH_ICON} {kids} branches")
@@ -153,4 +153,7 @@ def _entry_titles(
 
 
 def _labels(doc: SessionDocument) -> list[LineInfo]:
+    """The label lines naming a string id (none in a version 1 file: :func:`.links.referrers`)."""
+    if not links.ids_as_written(doc):
+        return []
     return [r for refs in doc.tree.referrers.values() for r in refs if r.etype == "label"]

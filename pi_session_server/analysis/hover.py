@@ -5,7 +5,8 @@ On an id value that refers to another entry (``parentId``, ``targetId``, ``first
 describes the line's own entry: type and role, model, tokens and cost, time, depth, parent,
 children, label, branch point / current path / leaf, what a context edit does to the context (and,
 on an edited entry, which lines edit it), and a preview of the content. Tree facts come from
-:mod:`.links` (a version 1 file is the chain pi's migration makes of it).
+:mod:`.links` (a version 1 file is the chain pi's migration makes of it; on a key naming an entry
+that a version 1 line carries anyway, the hover says what the migration makes of it).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from .document import SessionDocument
 from .edits import edit_effect, edits_of
 from .jsonpath import Located, is_kept, scalar_at, value_span
 from .lines import LineInfo, human_size
-from .navigation import Reference, reference_of
+from .navigation import Reference, Target, reference_of
 from .preview import cut, full_value, label_text, one_line, quick_preview
 
 TEXT_LIMIT = 600
@@ -201,7 +202,7 @@ def current_label(doc: SessionDocument, info: LineInfo) -> str | None:
     number or object) and its tree shows ``String`` of it, as the CLI's tree does: that text, None
     when it is empty (``[]``) or the label was taken back."""
     if isinstance(info.id, str):
-        labels: Iterable[LineInfo] = doc.tree.referrers.get(info.id, ())
+        labels: Iterable[LineInfo] = links.referrers(doc, info)
     else:
         labels = doc.labels_naming(info.key)
     value: Any = ABSENT
@@ -216,7 +217,7 @@ def tree_facts(doc: SessionDocument, info: LineInfo) -> list[str]:
     parent = links.parent(doc, info)
     if parent is not None:
         facts.append(f"parent{_id_after(doc, parent)} (line {doc.line_number(parent.line)})")
-    elif info.pkey is not None:
+    elif links.names_a_parent(doc, info):
         facts.append(f"parent {_code(info.parent_id)} **not found**")
     else:
         facts.append("root")
@@ -233,14 +234,14 @@ def tree_facts(doc: SessionDocument, info: LineInfo) -> list[str]:
 
 
 def _id_after(doc: SessionDocument, info: LineInfo) -> str:
-    """`` `id` `` to follow a word, or nothing for an entry of a version 1 file without one."""
-    return "" if info.id is ABSENT and doc.is_v1() else f" {_code(info.id)}"
+    """`` `id` `` to follow a word, or nothing for an entry of a version 1 file (it has none yet)."""
+    return f" {_code(info.id)}" if links.ids_as_written(doc) else ""
 
 
 def _entry_name(doc: SessionDocument, info: LineInfo) -> str:
     """The entry's id in code, or what stands for it in a version 1 file."""
     shown = links.shown_id(doc, info)
-    return _code(shown) if info.id is not ABSENT or not doc.is_v1() else shown
+    return _code(shown) if links.ids_as_written(doc) else shown
 
 
 def entry_markdown(doc: SessionDocument, info: LineInfo) -> str:
@@ -355,14 +356,13 @@ def _summary_facts(doc: SessionDocument, info: LineInfo, value: Any) -> list[str
 
 def _kept(doc: SessionDocument, info: LineInfo, value: Any) -> str:
     """What compaction ``info`` keeps from before it, as pi reads it (after its migration: a
-    version 1 compaction names its kept entry by position, which has no id yet)."""
-    kept_line = links.version_1_kept(doc, get(value, "firstKeptEntryIndex"))
-    if kept_line is not None:
-        return (
-            "keeps nothing from before it"
-            if kept_line is info
-            else f"first kept line {doc.line_number(kept_line.line)}"
-        )
+    version 1 compaction names its kept entry by position, which has no id yet, and an id it
+    carries names none)."""
+    if not links.ids_as_written(doc):
+        kept_line = links.version_1_kept(doc, info, get(value, "firstKeptEntryIndex"))
+        if kept_line is None or kept_line is info:
+            return "keeps nothing from before it"
+        return f"first kept line {doc.line_number(kept_line.line)}"
     first_kept = get(value, "firstKeptEntryId")
     if first_kept is None or first_kept is ABSENT or first_kept == info.id:
         return "keeps nothing from before it"
@@ -377,6 +377,11 @@ def _no_entry_at(doc: SessionDocument, index: Any) -> str:
         return "no value of the file is at this position (the header's is 0)"
     if value.kind == L.HEADER:
         return f"the value at this position is a header (line {doc.line_number(value.line)})"
+    if value.kind == L.ENTRY:
+        return (
+            f"line {doc.line_number(value.line)}, at this position, comes after the compaction, "
+            "and pi's migration has not given it its new id yet"
+        )
     return f"line {doc.line_number(value.line)}, at this position, is no entry object"
 
 
@@ -491,6 +496,28 @@ def summary_markdown(doc: SessionDocument, target: LineInfo) -> str:
     return "\n\n".join(out)
 
 
+#: what pi's migration makes of a key of a version 1 entry naming another (:func:`.links.migrated_key`)
+_MIGRATED = {
+    links.BY_PREVIOUS_ENTRY: "pi's migration replaces this parentId with the previous entry's id",
+    links.BY_KEPT_INDEX: "pi's migration replaces this firstKeptEntryId with the id firstKeptEntryIndex names",
+    links.AS_WRITTEN: "**names no entry**: pi's migration keeps this {key} but gives every entry a new id",
+}
+#: what follows :data:`_MIGRATED` when the key names no entry after the migration
+_MIGRATED_TO_NONE = {
+    links.BY_PREVIOUS_ENTRY: " (none: the first entry is a root)",
+    links.BY_KEPT_INDEX: " (none: it names no entry before the compaction)",
+}
+
+
+def _migrated_hover(doc: SessionDocument, ref: Reference, migrated: str, targets: list[Target]) -> str:
+    """On a key of a version 1 entry naming another (``targets``: what it names once migrated):
+    what pi's migration makes of it (:func:`.links.migrated_key`), and the entry it names then."""
+    note = f"{_code(ref.field)} {_code(ref.value)}: {_MIGRATED[migrated].format(key=ref.field)}"
+    if not targets:
+        note += _MIGRATED_TO_NONE.get(migrated, "")
+    return "\n\n---\n\n".join([note, *(summary_markdown(doc, t.info) for t in targets)])
+
+
 def _reference_hover(doc: SessionDocument, ref: Reference) -> str:
     if ref.kind == "toolCall":
         # on a tool call's own id: its results
@@ -499,6 +526,9 @@ def _reference_hover(doc: SessionDocument, ref: Reference) -> str:
             return f"tool call {_code(ref.value)}: **no tool result** answers it"
         return "\n\n".join(summary_markdown(doc, r) for r in results[:5])
     targets = ref.targets(doc)
+    migrated = links.migrated_key(doc, ref.info, ref.field) if ref.kind == "entry" else None
+    if migrated is not None:
+        return _migrated_hover(doc, ref, migrated, targets)
     if not targets:
         if ref.field == "fromId" and ref.value == "root":
             return "`root`: the branch was left from before the first entry"

@@ -7,7 +7,9 @@ references go from an entry (or a tool call) to everything naming it.
 
 A version 1 file's entries have no ids until pi's migration draws them: a compaction names the
 first entry it keeps by position (``firstKeptEntryIndex``, :func:`.links.version_1_kept`), and an
-entry is marked by its ``type`` where a later one has its ``id``.
+entry is marked by its ``type`` where a later one has its ``id``. A key naming an entry that such a
+line carries names what the migration puts there (:func:`.links.named_entry`): a ``parentId`` the
+entry before it, a ``targetId`` or ``fromId`` nothing.
 """
 
 from __future__ import annotations
@@ -52,10 +54,10 @@ class Reference:
 
     def targets(self, doc: SessionDocument) -> list[Target]:
         if self.kind == "entry":
-            target = doc.entry_by_id(self.value) if isinstance(self.value, str) else None
-            return [id_target(target)] if target is not None else []
+            target = links.named_entry(doc, self.info, self.field, self.value)
+            return [entry_target(doc, target)] if target is not None else []
         if self.kind == "position":
-            kept = links.version_1_kept(doc, self.value)
+            kept = links.version_1_kept(doc, self.info, self.value)
             return [entry_target(doc, kept)] if kept is not None else []
         if self.kind == "toolCallId":
             return call_targets(doc, self.info, self.value)
@@ -81,7 +83,7 @@ def call_targets(doc: SessionDocument, result: LineInfo, call_id: Any) -> list[T
     if not isinstance(call_id, str):
         return []
     candidates = doc.tree.calls_by_id.get(call_id, [])
-    ordered = sorted(candidates, key=lambda a: not doc.tree.is_ancestor(a, result))
+    ordered = sorted(candidates, key=lambda a: not links.is_ancestor(doc, a, result))
     return [call_block_target(a, call_id) for a in ordered]
 
 
@@ -176,26 +178,13 @@ def references(
 def entry_references(
     doc: SessionDocument, subject: LineInfo, include_declaration: bool = True
 ) -> list[Target]:
-    tree = doc.tree
     out: list[Target] = []
     if include_declaration:
         out.append(entry_target(doc, subject))
-    for child in tree.kids(subject):
-        span = value_span(child.raw, ("parentId",))
+    for referrer, key in links.naming(doc, subject):
+        span = value_span(referrer.raw, (key,))
         if span is not None:
-            out.append(Target(child, *span))
-    if isinstance(subject.id, str):
-        for referrer in tree.referrers.get(subject.id, ()):
-            field = L.REF_FIELD.get(referrer.etype)
-            if field is None:
-                continue
-            span = value_span(referrer.raw, (field,))
-            if span is not None:
-                out.append(Target(referrer, *span))
-    for compaction in links.compactions_keeping(doc, subject):
-        named = links.version_1_index(compaction)
-        if named is not None:
-            out.append(Target(compaction, *named[1]))
+            out.append(Target(referrer, *span))
     out.sort(key=lambda t: (t.line, t.start))
     return out
 

@@ -1,4 +1,5 @@
-"""Document symbols: the conversation tree by ``parentId`` (not by line order).
+"""Document symbols: the conversation tree by ``parentId`` (not by line order); in a version 1 file,
+the chain pi's migration makes of it (:mod:`.links`).
 
 A pi session is mostly one long chain, so a literal parent/child nesting would be thousands of
 levels deep. The outline therefore flattens linear runs: an entry's only child follows it at the
@@ -98,7 +99,6 @@ def document_symbols(doc: SessionDocument, with_bytes: WithBytes | None = None) 
     """The outline. ``with_bytes``: told each symbol and its line's bytes as the symbol is made,
     for what a caller derives from them (a line of a file is read again each time its bytes are
     asked for; holding every line's until the outline is whole would hold the file)."""
-    tree = doc.tree
     out: list[Symbol] = []
     header = doc.valid_header() or (doc.headers[0] if doc.headers else None)
     if header is not None:
@@ -116,7 +116,7 @@ def document_symbols(doc: SessionDocument, with_bytes: WithBytes | None = None) 
         out.append(made)
     visited: set[LineInfo] = set()
     entries = list(doc.entries())
-    roots = [e for e in entries if (p := tree.parent(e)) is None or p is e]
+    roots = [e for e in entries if links.parent(doc, e) is None]
     leaf = doc.leaf()
     _walk(doc, roots, out, visited, with_bytes, leaf)
     # cycles: reachable from no root
@@ -158,7 +158,7 @@ def _chain(
     cur = start
     while cur not in visited:
         visited.add(cur)
-        kids = [k for k in doc.tree.kids(cur) if k not in visited]
+        kids = [k for k in links.children(doc, cur) if k not in visited]
         seg.append(_symbol(doc, cur, with_bytes, len(kids), leaf))
         if len(kids) != 1:
             return seg, kids

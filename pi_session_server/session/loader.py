@@ -41,7 +41,6 @@ from .migrate import (
     kept_value_position,
     migrate_value,
     session_version,
-    version_1_position,
 )
 from .scan_index import scan_with_index
 from .storage import tail_marker
@@ -231,10 +230,10 @@ class VersionOneLineSource(MigratingLineSource):
         return value
 
     def skipped_by_scan(self, problems: list[LineProblem]) -> None:
-        """The lines the scan found no entry on: those whose value pi keeps (no object) count as
-        positions (:meth:`conform_scanned` draws them)."""
-        kept = (p.line for p in problems if version_1_position(p.kind == "non_object", False, ABSENT))
-        self._other_lines = sorted(kept)
+        """The lines the scan found no entry on: the values among them that pi keeps, which are
+        no objects (``non_object``: a truthy value; a falsy, malformed or glued line pi skips),
+        count as positions (D3; :meth:`conform_scanned` draws them)."""
+        self._other_lines = sorted(p.line for p in problems if p.kind == "non_object")
 
     def conform_scanned(self, entries: list[Entry]) -> None:
         """Draw the links of ``entries`` (the scan's, after the header) and of the values that are

@@ -507,6 +507,41 @@ def v1_first_kept_index() -> None:
     )
 
 
+def v1_carried_links() -> None:
+    def v1line(type_: str, t: int, **fields: Any) -> dict[str, Any]:
+        return {"type": type_, **fields, "timestamp": ts(t)}
+
+    add(
+        "x-42-v1-carried-links",
+        "v1 lines carrying ids and links (an old tool's, a hand edit's): the migration replaces every id "
+        "and parentId (one chain in file order), keeps a targetId, fromId or firstKeptEntryId as written "
+        "(naming an id no entry has any more: the label labels nothing, the compaction keeps nothing), and "
+        "a firstKeptEntryIndex naming a later entry gives that line's carried id.",
+        op("open", path("s/v1.jsonl")),
+        [
+            op("getEntries", pick=["type", "id", "parentId", "targetId", "fromId", "firstKeptEntryId"]),
+            op("getTree", view="flat"),
+            op("getLabel", "aaaa"),
+            op("getEntry", "aaaa"),
+            op("buildSessionContext", view="roles"),
+        ],
+        files={
+            "s/v1.jsonl": lines(
+                header("v1-carried", version=None),  # 0
+                v1line("message", 1, id="aaaa", parentId="zzzz", message=user("a", 1)),  # 1
+                v1line("message", 2, id="bbbb", parentId="aaaa", message=asst("b", 2)),  # 2
+                v1line("message", 3, id="cccc", parentId="aaaa", message=user("c", 3)),  # 3
+                v1line("label", 4, targetId="aaaa", label="on a"),  # 4
+                v1line("branch_summary", 5, fromId="bbbb", summary="from b"),  # 5
+                v1line("compaction", 6, firstKeptEntryId="bbbb", summary="keeps b?", tokensBefore=1),  # 6
+                v1line("compaction", 7, firstKeptEntryIndex=8, summary="later", tokensBefore=1),  # 7
+                v1line("message", 8, id="dddd", parentId="cccc", message=user("d", 8)),  # 8
+            )
+        },
+        final={"files": "none"},
+    )
+
+
 # ===========================================================================
 # Files: CRLF, truncation, blank lines, numbers, key order, unicode
 # ===========================================================================
@@ -1933,6 +1968,7 @@ BUILDERS = [
     branched_from_an_absent_leaf,
     session_names_not_strings,
     values_that_are_not_entries,
+    v1_carried_links,
 ]
 
 

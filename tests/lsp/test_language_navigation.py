@@ -204,6 +204,67 @@ async def test_navigation_on_a_version_1_first_kept_index(editor: Editor) -> Non
     assert "**names no entry**" in nothing and "line 3" in nothing
 
 
+async def test_a_version_1_file_s_carried_links_read_as_pi_s_migration_makes_them(editor: Editor) -> None:
+    # ids and links a version 1 file's lines carry anyway: pi's migration replaces every id and
+    # parentId (one chain in file order) and keeps a targetId or fromId as written, naming no entry
+    # once each has a new id; past text whose columns differ in UTF-16 and UTF-8
+    uri = editor.fresh_uri()
+    lines = [
+        V1_HEADER,
+        S.user("aaaa", "zzzz", TRICKY),
+        S.assistant("bbbb", "aaaa", "b 😀"),
+        S.user("cccc", "aaaa", "c 😀 as written, a second branch at aaaa"),
+        S.label("llll", "cccc", "aaaa", "on a"),
+        S.branch_summary("ssss", "llll", "bbbb"),
+        S.user("dddd", "cccc", "d"),
+    ]
+    await editor.open(uri, "\n".join(lines) + "\n")
+    doc = td(uri)
+
+    def where(line: int, needle: str) -> tuple[int, int, int]:
+        start = editor.pos_of(uri, line, needle).character
+        return line, start, editor.pos_of(uri, line, needle, after=True).character
+
+    def placed(found: Sequence[Any] | None) -> list[tuple[int, int, int]]:
+        return [(f.range.start.line, f.range.start.character, f.range.end.character) for f in found or []]
+
+    async def defined(line: int, needle: str) -> list[tuple[int, int, int]]:
+        found = await editor.client.text_document_definition_async(
+            types.DefinitionParams(text_document=doc, position=editor.pos_of(uri, line, needle))
+        )
+        return placed(found)  # type: ignore[arg-type]
+
+    assert await defined(3, '"aaaa"') == [where(2, '"message"')]  # the previous entry, by its type
+    assert await defined(1, '"zzzz"') == []  # the first entry is a root
+    assert await defined(4, '"aaaa"') == [] and await defined(5, '"bbbb"') == []
+    references = await editor.client.text_document_references_async(
+        types.ReferenceParams(
+            context=types.ReferenceContext(True), text_document=doc, position=editor.pos_of(uri, 1, "😀")
+        )
+    )
+    assert placed(references) == [where(1, '"message"'), where(2, '"aaaa"')]
+    assert (await hover_text(editor, uri, editor.pos_of(uri, 3, '"aaaa"'))).startswith(
+        "`parentId` `aaaa`: pi's migration replaces this parentId with the previous entry's id\n\n---\n\n"
+        "**→ `message` · assistant** no id yet (version 1) · line 3"
+    )
+    assert await hover_text(editor, uri, editor.pos_of(uri, 4, '"aaaa"')) == (
+        "`targetId` `aaaa`: **names no entry**: pi's migration keeps this targetId but gives every entry a new id"
+    )
+    symbols = await editor.client.text_document_document_symbol_async(types.DocumentSymbolParams(doc))
+    assert [(s.range.start.line, bool(s.children)) for s in symbols or []] == [(n, False) for n in range(7)]  # type: ignore[union-attr]
+    lenses = await editor.client.text_document_code_lens_async(types.CodeLensParams(doc))
+    assert {lens.range.start.line: lens.command.title for lens in lenses or [] if lens.command} == {
+        0: "6 entries · leaf on line 7",
+        6: "$(target) leaf: pi continues here",
+    }
+    hints = await editor.client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=doc, range=types.Range(types.Position(0, 0), types.Position(6, 0))
+        )
+    )
+    assert [h.label for h in hints or []][:3] == ["depth 0", "depth 1", "depth 2"]
+
+
 async def test_hover_on_a_label_line_that_takes_the_label_back_says_it_is_cleared(editor: Editor) -> None:
     # a label line without `label` (pi writes none to clear it) or with an empty one clears its
     # target's label, as the outline's "[label cleared]" says; an empty value is no empty code span
