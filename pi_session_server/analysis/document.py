@@ -462,6 +462,7 @@ class SessionDocument:
         #: the number (from 1) that the reader of the analysis' texts gives a line, by its index
         self.line_number: Callable[[int], int] = _counted_from_one
         self._leaf_path: tuple[LineInfo | None, int, set[LineInfo]] = (None, -1, set())
+        self._first_kept: tuple[int, LineInfo | None] = (-1, None)  # (the version, the line): first_kept
         self._held_leaf: Any = ABSENT  # see set_leaf
         #: the file on disk starts with a byte order mark that the text lacks (see set_disk_start)
         self.disk_bom = False
@@ -894,10 +895,13 @@ class SessionDocument:
     # -- file-level facts ---------------------------------------------------------------------
 
     def first_kept(self) -> LineInfo | None:
-        for info in self.lines:
-            if info.kept:
-                return info
-        return None
+        """The first line whose value pi keeps (the header, where there is one). Kept per version of
+        the document: the features ask it per entry (is_v1), and the lines before it may be many."""
+        version, found = self._first_kept
+        if version != self.version:
+            found = next((info for info in self.lines if info.kept), None)
+            self._first_kept = (self.version, found)
+        return found
 
     def valid_header(self) -> LineInfo | None:
         """The header as the reference accepts it: the first kept value, a ``session`` object with

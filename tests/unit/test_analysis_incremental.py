@@ -75,6 +75,7 @@ Edit = tuple[int, int, list[str], bool, int]
 
 def check_edits(initial: list[str], edits: list[Edit]) -> None:
     doc = SessionDocument("\n".join(initial) + "\n")
+    doc.first_kept()  # (kept per version: each edit must let it go)
     for start, extra, new_lines, whole, col in edits:
         n = doc.line_count
         start = min(start, n - 1)
@@ -88,6 +89,9 @@ def check_edits(initial: list[str], edits: list[Edit]) -> None:
         fresh = SessionDocument(doc.text())
         assert [i.line for i in doc.lines] == list(range(doc.line_count))
         assert _related_set(snapshot(doc)) == _related_set(snapshot(fresh))
+        first, first_fresh = doc.first_kept(), fresh.first_kept()
+        assert (first and first.line) == (first_fresh and first_fresh.line)
+        assert doc.format_version() == fresh.format_version()
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
