@@ -11,16 +11,16 @@ import random
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from unittest import mock
 
 import builders as S
-import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_glued_lines import REAL_LINES
 
 from pi_session_server.format import glued
-from pi_session_server.format.jsjson import JsonSyntaxError, dumps, parse_bytes
+from pi_session_server.format.jsjson import dumps, parse_bytes
 from pi_session_server.format.jsvalue import ABSENT
 
 ENTRIES = [
@@ -53,65 +53,11 @@ def recursion_limit(limit: int) -> Iterator[None]:
         sys.setrecursionlimit(before)
 
 
-def _head_before(raw: bytes, start: int, end: int) -> glued._Head | None:
-    """The head of an object as the search read it before: the exact parser's, whenever msgspec
-    does not read it."""
-    with memoryview(raw) as view:
-        piece = view[start:end]
-        try:
-            return glued._decode_head(piece)
-        except msgspec.ValidationError as err:
-            if str(err).startswith("Expected `object`"):
-                return None
-        except msgspec.DecodeError as err:
-            if not glued._for_the_exact_parser(str(err), piece):
-                return None
-        except RecursionError:
-            pass
-    try:
-        value = parse_bytes(raw[start:end])
-    except (JsonSyntaxError, RecursionError):
-        return None
-    if not isinstance(value, dict):
-        return None
-    return glued._Head(value.get("type", ABSENT), value.get("id", ABSENT), value.get("timestamp", ABSENT))
-
-
-def _entry_before(raw: bytes, p: int, budget: glued._Budget) -> tuple[int, glued._Head] | None:
-    start = glued._object_start(raw, p)
-    if start is None:
-        return None
-    closed = glued._object_end(raw, start, budget)
-    if closed is None:
-        return None
-    head = _head_before(raw, start, closed[0])
-    if head is None or not isinstance(head.type, str) or head.timestamp is ABSENT:
-        return None
-    return glued._piece_end(raw, closed[0]), head
-
-
 def searched_before(raw: bytes) -> list[glued._Span] | None:
-    """``glued._searched_spans`` as it was, each object it tries read whole."""
-    n = len(raw)
-    spans: list[glued._Span] = []
-    budget = glued._Budget(raw)
-    p = 0
-    try:
-        while p < n:
-            found = _entry_before(raw, p, budget)
-            if found is not None:
-                spans.append((p, found[0], found[1]))
-                p = found[0]
-                continue
-            q = raw.find(glued._LINE_START, p + 1)
-            while q >= 0 and _entry_before(raw, q, budget) is None:
-                q = raw.find(glued._LINE_START, q + 1)
-            end = q if q >= 0 else n
-            spans.append((p, end, None))
-            p = end
-    except glued._OverBudget:
-        return None
-    return spans
+    """``glued._searched_spans`` as it was: each object it tries that msgspec does not read is read
+    whole by the exact parser, whatever its top level."""
+    with mock.patch.object(glued, "_top_level_is_no_entry", lambda *args: False):
+        return glued._searched_spans(raw)
 
 
 def deep_entry(rng: random.Random, depth: int) -> bytes:
