@@ -199,6 +199,19 @@ def glued_cut(size: int) -> Iterator[str]:
         yield first[: len(first) // 2] + next(lines, "")
 
 
+def deep_cut(size: int) -> Iterator[str]:
+    """Messages nested 3,000 deep in content blocks, each cut off among its closing brackets (a
+    writer that died near the end of the line), the next line written on: each object nested in
+    the cut-off part closes, and the search for the line's pieces tries each."""
+    parent = None
+    for n in range(size // 500):
+        i = f"n{n:07d}"
+        deep = '[{"type":"text","text":"x","c":' * 3000 + '"x"' + "}]" * 3000
+        line = _line(_message(i, parent)).replace(json.dumps(TEXT), deep)
+        yield line[:-20] + _line(_message(f"{i}-after", i))
+        parent = f"{i}-after"
+
+
 def long_line(size: int) -> Iterator[str]:
     """One message holding all of the file's size."""
     yield _line(HEADER)
@@ -218,6 +231,7 @@ CASES: dict[str, Callable[[int], Iterator[str]]] = {
     "headers": headers,
     "glued": glued,
     "glued_cut": glued_cut,
+    "deep_cut": deep_cut,
     "long_line": long_line,
 }
 

@@ -29,9 +29,11 @@ from ..format.jsvalue import ABSENT, get, strict_equal
 from ..format.records import ENTRY_TYPES
 from ..session.environment import current
 from ..session.migrate import (
+    OTHER_POSITION,
+    DrawnVersionOneLinks,
     LaterValueNeeded,
     StreamedMigration,
-    migrate_to_current_version,
+    kept_value_position,
     migrates_each_value_alone,
 )
 from . import codes
@@ -436,12 +438,12 @@ def migrated_lines(doc: SessionDocument) -> Iterator[str]:
     parsed and migrated at a time (:class:`StreamedMigration`): a session of any size is migrated in
     little memory. A version 1 file whose migration needs a later value (see
     :class:`LaterValueNeeded`: pi writes none) is found before any line is made, and its values are
-    migrated together."""
+    migrated by links drawn first (:func:`_migrated_by_drawn_links`), a value at a time too."""
     header = _first_header(doc)
     migration = StreamedMigration(header)
     alone = migrates_each_value_alone(migration.version)
     if not alone and _needs_later_value(doc, header):
-        yield from _migrated_together(doc)
+        yield from _migrated_by_drawn_links(doc, header)
         return
     # (from version 2 a non-object's position counts for nothing: it is not parsed)
     for kind, item in _migration_slots(doc, parse_kept_non_objects=not alone):
@@ -545,22 +547,38 @@ def _migration_slots(
             yield _TEXT, text
 
 
-def _migrated_together(doc: SessionDocument) -> Iterator[str]:
-    """:func:`migrated_lines` of a file whose values are migrated together (version 1)."""
-    slots: list[tuple[str, Any]] = []  # (_VALUE, index into kept) or (_TEXT, verbatim line)
-    kept: list[Any] = []
+def _positions(doc: SessionDocument) -> Iterator[tuple[str, Any]]:
+    """The version 1 positions of ``doc``'s values (:func:`_migration_slots`' values and kept
+    non-objects), in order, each its kind and the id it carries, from the lines' facts alone (no
+    line is read again)."""
+    for info in doc.lines:
+        if info.kind in (L.HEADER, L.ENTRY):
+            yield kept_value_position(True, info.etype), info.id
+        elif info.kind == L.NON_OBJECT and info.kept:
+            yield OTHER_POSITION, ABSENT
+
+
+def _migrated_by_drawn_links(doc: SessionDocument, header: dict[str, Any]) -> Iterator[str]:
+    """:func:`migrated_lines` of version 1 ``doc`` (whose first header is ``header``) whose migration
+    needs later values: every value's link is drawn first from the lines' facts (each value's kind
+    and the id it carries: :class:`DrawnVersionOneLinks`), as the migration of the values held
+    together draws them, then each value is parsed, migrated and written, one at a time."""
+    carried = (carried for _, carried in _positions(doc) if isinstance(carried, str))
+    links = DrawnVersionOneLinks(header.get("id", ABSENT), carried, header_first=False)
+    for kind, carried in _positions(doc):
+        links.draw(kind, carried)
+    links.drawn()
+    position = 0
     for kind, item in _migration_slots(doc):
         if kind == _VALUE:
-            slots.append((_VALUE, len(kept)))
-            kept.append(item)
+            links.migrate(item, position)
+            position += 1
+            yield dumps(item) + "\n"
         elif kind == _KEPT_TEXT:
-            kept.append(item[1])  # counts as a v1 position (D3) but is written verbatim
-            slots.append((_TEXT, item[0]))
+            position += 1  # counts as a v1 position (D3) but is written verbatim
+            yield item[0] + "\n"
         else:
-            slots.append((_TEXT, item))
-    migrate_to_current_version(kept, file_values=True)
-    for kind, item in slots:
-        yield (dumps(kept[item]) if kind == _VALUE else item) + "\n"
+            yield item + "\n"
 
 
 def migration_edit(doc: SessionDocument) -> TextEdit:

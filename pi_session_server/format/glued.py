@@ -17,6 +17,7 @@ told apart by what a whole entry needs.
 from __future__ import annotations
 
 import re
+from array import array
 from typing import Any
 
 import msgspec
@@ -371,10 +372,11 @@ def _entry_at(raw: bytes, p: int, budget: _Budget) -> tuple[int, _Head] | None:
     start = _object_start(raw, p)
     if start is None:
         return None
-    end = _object_end(raw, start, budget)
-    if end is None:
+    closed = _object_end(raw, start, budget)
+    if closed is None:
         return None
-    head = _head(raw, start, end)
+    end, children = closed
+    head = _head(raw, start, end, children)
     if head is None or not isinstance(head.type, str) or head.timestamp is ABSENT:
         return None
     return _piece_end(raw, end), head
@@ -405,10 +407,13 @@ def _piece_end(raw: bytes, end: int) -> int:
     return end
 
 
-def _object_end(raw: bytes, start: int, budget: _Budget) -> int | None:
-    """Where the object starting at ``start`` ends, if its brackets close (strings skipped)."""
+def _object_end(raw: bytes, start: int, budget: _Budget) -> tuple[int, array[int]] | None:
+    """Where the object starting at ``start`` ends, if its brackets close (strings skipped), and
+    where its members' objects and arrays start and end (in pairs): its top level is read from
+    them without reading what they hold again (:func:`_top_level_is_no_entry`)."""
     depth = 0
     tokens = 0
+    children = array("q")
     try:
         for match in _TOKEN.finditer(raw, start):
             tokens += 1
@@ -417,19 +422,25 @@ def _object_end(raw: bytes, start: int, budget: _Budget) -> int | None:
                 continue
             if first in _OPEN:
                 depth += 1
+                if depth == 2:
+                    children.append(match.start())
             else:
                 depth -= 1
-                if depth == 0:
-                    return match.end()
+                if depth == 1:
+                    children.append(match.end())
+                elif depth == 0:
+                    return match.end(), children
         return None
     finally:
         budget.spend(tokens)
 
 
-def _head(raw: bytes, start: int, end: int) -> _Head | None:
-    """The head of the object at ``raw[start:end]`` if JSON.parse takes it. msgspec checks it
-    without building it; what msgspec refuses but JSON.parse may take (invalid UTF-8, lone
-    surrogates, deep nesting) goes to the exact parser."""
+def _head(raw: bytes, start: int, end: int, children: array[int]) -> _Head | None:
+    """The head of the object at ``raw[start:end]`` if JSON.parse takes it (``children``: where its
+    members' objects and arrays are, see :func:`_object_end`). msgspec checks it without building
+    it; what msgspec refuses but JSON.parse may take (invalid UTF-8, lone surrogates, deep
+    nesting) goes to the exact parser (an object nested deeper than msgspec reads, only once its
+    top level makes it an entry's)."""
     with memoryview(raw) as view:
         piece = view[start:end]
         try:
@@ -442,7 +453,8 @@ def _head(raw: bytes, start: int, end: int) -> _Head | None:
             if not _for_the_exact_parser(str(err), piece):
                 return None
         except RecursionError:
-            pass
+            if _top_level_is_no_entry(view, start, end, children):
+                return None
     try:
         value = parse_bytes(raw[start:end])
     except (JsonSyntaxError, RecursionError):
@@ -450,6 +462,25 @@ def _head(raw: bytes, start: int, end: int) -> _Head | None:
     if not isinstance(value, dict):
         return None
     return _Head(value.get("type", ABSENT), value.get("id", ABSENT), value.get("timestamp", ABSENT))
+
+
+def _top_level_is_no_entry(view: memoryview, start: int, end: int, children: array[int]) -> bool:
+    """Whether the top level of the object at ``view[start:end]``, nested deeper than msgspec
+    reads, tells that no entry starts there: it is invalid JSON (the object is then, too) or no
+    entry's head, read with its members' objects and arrays each standing in for a value (a
+    ``0``). False leaves it to the exact parser: an entry's head, which holds only if what its
+    members hold is valid too (and whose id may be one of them), or what msgspec cannot vouch for.
+    (Each object nested in a line that is no entry is tried by the search: read so, the line's
+    bytes are read about once, not once for each object around them.)"""
+    bounds = [start, *children, end]
+    top = b"0".join(view[bounds[i] : bounds[i + 1]] for i in range(0, len(bounds), 2))
+    try:
+        head = _decode_head(top)
+    except msgspec.DecodeError as err:
+        return not _for_the_exact_parser(str(err), memoryview(top))
+    except (msgspec.ValidationError, RecursionError):
+        return False
+    return not isinstance(head.type, str) or head.timestamp is ABSENT
 
 
 def _for_the_exact_parser(message: str, piece: memoryview) -> bool:

@@ -296,13 +296,17 @@ class DrawnVersionOneLinks:
     a later position, the id it carries (not migrated yet, as the migration of the values in order
     finds it), from an earlier one the id drawn (shared with its entry)."""
 
-    def __init__(self, header_id: Any, carried: Iterable[str]) -> None:
+    def __init__(self, header_id: Any, carried: Iterable[str], *, header_first: bool = True) -> None:
+        """``header_first``: position 0 is the header's, drawn here (a scan from the header on);
+        False: every position is drawn, the first one too."""
         taken = [header_id] if isinstance(header_id, str) else []
         self._ids: _MigrationIds | None = _MigrationIds(header_id, [*taken, *carried])
-        self._kept_ids: list[Any] = [_UNCHANGED]  # position 0: the header
-        self._carried_ids: list[Any] = [_UNCHANGED]
-        self._parents: list[Any] = [None]  # an entry's parent (None for a value that is no entry)
+        self._kept_ids: list[Any] = []
+        self._carried_ids: list[Any] = []
+        self._parents: list[Any] = []  # an entry's parent (None for a value that is no entry)
         self._parent: Any = None
+        if header_first:
+            self.draw(HEADER_POSITION)
 
     @property
     def positions(self) -> int:

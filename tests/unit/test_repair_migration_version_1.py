@@ -2,12 +2,14 @@
 "Migrate to version 3") is made a value at a time, as a version 2 session's is: no value of the file
 is held but the one migrated. What it writes is, byte for byte, what the migration holding every
 value writes (ids, verbatim lines and D3 positions included); a file whose migration needs a later
-value (pi writes none) is found before anything is written, and its values are migrated together."""
+value (pi writes none) is found before anything is written, and its values are migrated a value at
+a time too, by links drawn first from the lines' facts."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,8 +20,16 @@ from old_sessions import KIT_FIXTURES
 from pi_session_server.analysis import codes
 from pi_session_server.analysis import repairs as repairs_module
 from pi_session_server.analysis.document import SessionDocument
-from pi_session_server.analysis.repairs import migrated_chunks, migrated_text
+from pi_session_server.analysis.repairs import (
+    _KEPT_TEXT,
+    _VALUE,
+    _migration_slots,
+    migrated_chunks,
+    migrated_text,
+)
 from pi_session_server.cli import main
+from pi_session_server.format.jsjson import dumps
+from pi_session_server.session.migrate import migrate_to_current_version
 
 HEADER = {"type": "session", "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}
 
@@ -121,20 +131,36 @@ def test_the_kit_holds_version_1_sessions() -> None:
     assert len(KIT) >= 3 and any(b'"firstKeptEntryIndex"' in data for data in KIT.values())
 
 
-# the migration made before a version 1 file's was streamed: its values held together
-HELD = repairs_module._migrated_together
+def held_together(doc: SessionDocument) -> Iterator[str]:
+    """The migration made before a version 1 file's was streamed: its values held together."""
+    slots: list[tuple[str, Any]] = []  # (_VALUE, index into kept) or (_TEXT, verbatim line)
+    kept: list[Any] = []
+    for kind, item in _migration_slots(doc):
+        if kind == _VALUE:
+            slots.append((_VALUE, len(kept)))
+            kept.append(item)
+        elif kind == _KEPT_TEXT:
+            kept.append(item[1])  # counts as a v1 position (D3) but is written verbatim
+            slots.append(("text", item[0]))
+        else:
+            slots.append(("text", item))
+    migrate_to_current_version(kept, file_values=True)
+    for kind, item in slots:
+        yield (dumps(kept[item]) if kind == _VALUE else item) + "\n"
 
 
 @pytest.fixture
 def together(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the migrations that hold every value of a file (repairs._migrated_together)."""
+    """Counts the migrations by links drawn first (repairs._migrated_by_drawn_links): those of
+    files whose migration needs a later value."""
     calls: list[int] = []
+    drawn = repairs_module._migrated_by_drawn_links
 
-    def counted(doc: SessionDocument) -> Iterator[str]:
+    def counted(doc: SessionDocument, header: dict[str, Any]) -> Iterator[str]:
         calls.append(1)
-        return HELD(doc)
+        return drawn(doc, header)
 
-    monkeypatch.setattr(repairs_module, "_migrated_together", counted)
+    monkeypatch.setattr(repairs_module, "_migrated_by_drawn_links", counted)
     return calls
 
 
@@ -144,7 +170,7 @@ def test_a_version_1_migration_holds_no_value_and_writes_what_holding_them_write
 ) -> None:
     data = {**CASES, **HEADERLESS}[name]
     doc = SessionDocument(data)
-    held = "".join(HELD(doc))
+    held = "".join(held_together(doc))
     assert migrated_text(doc) == held != data.decode()
     assert b"".join(migrated_chunks(doc)) == held.encode()
     # (each of the two above made once: together only where a later value is needed)
@@ -171,3 +197,22 @@ def test_repair_in_place_of_a_version_1_file_writes_what_holding_its_values_wrot
     capsys.readouterr()
     assert (streamed_calls == 0) == (name not in NEEDING_A_LATER_VALUE) and len(together) > streamed_calls
     assert streamed.read_bytes() == held.read_bytes() != CASES[name]
+
+
+def test_a_version_1_migration_needing_a_later_value_holds_one_value_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its links are drawn from the lines' facts first: the values are not held together (twice
+    the file's size in Python objects, the peak of a repair of a large old session)."""
+    text = "x" * 4000
+    lines = [HEADER, _message(1), _compaction(4), *({**_message(n), "content": text} for n in range(2, 1000))]
+    doc = SessionDocument(_lines(*lines))
+    monkeypatch.setattr(repairs_module, "_MIGRATED_CHUNK", 64 * 1024)
+    tracemalloc.start()
+    try:
+        written = sum(len(chunk) for chunk in migrated_chunks(doc))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert written > 4_000_000
+    assert peak < written // 8
