@@ -30,8 +30,9 @@ from ..regular_file import open_regular
 from ..session.profiles import DEFAULT_PI, PiVersion
 from ..session.rewrites import FileState, replace_in_place
 from . import codes
+from .byte_order_marks import BOM_BYTES, utf8_of_marked
 from .diagnostics import TREE_CODES
-from .document import BOM_BYTES, SessionDocument, Splice, StreamedData, utf8_of_marked
+from .document import SessionDocument, Splice, StreamedData
 from .repairs import Repair, TextEdit, repairs_counting
 
 #: repairs that lose nothing and change no entry's meaning: applied unless other codes are chosen

@@ -24,8 +24,9 @@ from ..format.jsvalue import ABSENT, get, js_string_of, to_number
 from ..session.migrate import CURRENT_SESSION_VERSION
 from . import codes
 from . import lines as L
+from .byte_order_marks import BOM_BYTES
 from .codes import CODES, Severity
-from .document import BOM_BYTES, SessionDocument
+from .document import SessionDocument
 from .edits import is_malformed, target_problem
 from .jsonpath import key_span, value_span
 from .lines import ENVELOPE_CODES, ENVELOPE_FIELDS, ENVELOPE_PATHS, FIELD_CODES, LineInfo, Problem

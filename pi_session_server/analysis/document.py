@@ -21,9 +21,7 @@ that reader numbers them.
 from __future__ import annotations
 
 import bisect
-import contextlib
 import os
-from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -35,42 +33,11 @@ from ..format.scan import iter_physical_lines
 from ..regular_file import open_regular
 from ..session.profiles import DEFAULT_PI, PiVersion, Profile, profile_for
 from . import lines as L
-from .lines import LineInfo, scan_envelope, scan_line, timestamp_of
+from .byte_order_marks import BOM_BYTES, BOM_PREFIX_SIZE, other_bom
+from .line_bytes import RAW_SLOT, FileBytes, FileLineInfo, FileRanges, TextBytes, text_place
+from .lines import LineInfo, scan_envelope, scan_line
 from .pauses import CHECK_EVERY, Check
 from .tree import TreeIndex
-
-BOM_BYTES = b"\xef\xbb\xbf"
-# the byte order marks of the encodings pi cannot read, longest first (UTF-32LE's starts as UTF-16LE's)
-_OTHER_BOMS = (
-    (b"\xff\xfe\x00\x00", "UTF-32LE"),
-    (b"\x00\x00\xfe\xff", "UTF-32BE"),
-    (b"\xff\xfe", "UTF-16LE"),
-    (b"\xfe\xff", "UTF-16BE"),
-)
-#: bytes of a file's start that tell its byte order mark (:func:`other_bom`)
-BOM_PREFIX_SIZE = 4
-
-
-def other_bom(data: bytes) -> tuple[bytes, str] | None:
-    """The byte order mark ``data`` starts with and the encoding other than UTF-8 it names (UTF-16
-    or UTF-32, either order), or None."""
-    for mark, encoding in _OTHER_BOMS:
-        if data.startswith(mark):
-            return mark, encoding
-    return None
-
-
-def utf8_of_marked(data: bytes) -> bytes | None:
-    """The UTF-8 of a file whose byte order mark names UTF-16 or UTF-32 (:func:`other_bom`), without
-    the mark; None when it has no such mark or does not decode in that encoding, every byte of it."""
-    found = other_bom(data[:BOM_PREFIX_SIZE])
-    if found is None:
-        return None
-    mark, encoding = found
-    try:
-        return data[len(mark) :].decode(encoding).encode("utf-8")
-    except (UnicodeDecodeError, UnicodeEncodeError):  # (a lone surrogate cannot be UTF-8)
-        return None
 
 
 def _char_boundary(raw: bytes, offset: int) -> int:
@@ -102,157 +69,6 @@ class Splice:
     data: bytes | StreamedData
 
 
-#: a line's place in a text is one int: its offset above these bits, its length in them (one int
-#: per line costs a third of an (offset, length) pair)
-_LENGTH_BITS = 48
-_LENGTH_MASK = (1 << _LENGTH_BITS) - 1
-
-
-class _TextBytes:
-    """Copies lines out of the text a ``quick`` load read (until :meth:`SessionDocument.finish`); a
-    line's place is :func:`_text_place`."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    def read(self, place: int) -> bytes:
-        offset = place >> _LENGTH_BITS
-        return self.data[offset : offset + (place & _LENGTH_MASK)]
-
-    def length(self, place: int) -> int:
-        return place & _LENGTH_MASK
-
-    def read_end(self, place: int, count: int) -> bytes:
-        """The last ``count`` bytes of the line at ``place`` (or all of it)."""
-        end = (place >> _LENGTH_BITS) + (place & _LENGTH_MASK)
-        return self.data[end - min(count, place & _LENGTH_MASK) : end]
-
-
-def _text_place(offset: int, length: int) -> int:
-    return offset << _LENGTH_BITS | length
-
-
-class _FileBytes:
-    """Reads lines of one open file again (the descriptor stays on the inode analysed). A line's
-    place is its number in the file when it was read, which is also its ``line`` until an edit
-    above it: one int for both, the offsets in one array (an int of its own per line would cost
-    several times its 8 bytes there)."""
-
-    __slots__ = ("fd", "starts")
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        #: where each line of the file starts, then where a line after the last would (past its
-        #: "\n", there or not)
-        self.starts = array("q")
-
-    def read(self, place: int) -> bytes:
-        offset = self.starts[place]
-        length = self.starts[place + 1] - 1 - offset
-        return os.pread(self.fd, length, offset) if length else b""
-
-    def length(self, place: int) -> int:
-        return self.starts[place + 1] - 1 - self.starts[place]
-
-    def read_end(self, place: int, count: int) -> bytes:
-        """The last ``count`` bytes of the line at ``place`` (or all of it)."""
-        end = self.starts[place + 1] - 1
-        count = min(count, end - self.starts[place])
-        return os.pread(self.fd, count, end - count) if count > 0 else b""
-
-    def __del__(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-
-
-class _FileRanges:
-    """Reads lines of an open file by their byte range: the lines a splice cuts out of a line of
-    the file (a glued line's pieces, each on a line of its own), read from it as the line was. A
-    line's place is :func:`_text_place` of its offset in the file. Holds the file's
-    :class:`_FileBytes`, which keeps its descriptor open."""
-
-    __slots__ = ("file",)
-
-    def __init__(self, file: _FileBytes) -> None:
-        self.file = file
-
-    def read(self, place: int) -> bytes:
-        length = place & _LENGTH_MASK
-        return os.pread(self.file.fd, length, place >> _LENGTH_BITS) if length else b""
-
-    def length(self, place: int) -> int:
-        return place & _LENGTH_MASK
-
-    def read_end(self, place: int, count: int) -> bytes:
-        """The last ``count`` bytes of the line at ``place`` (or all of it)."""
-        length = place & _LENGTH_MASK
-        count = min(count, length)
-        end = (place >> _LENGTH_BITS) + length
-        return os.pread(self.file.fd, count, end - count) if count > 0 else b""
-
-
-_Source = _FileBytes | _TextBytes | _FileRanges
-_RAW_SLOT: Any = LineInfo.__dict__["raw"]
-_TIMESTAMP_SLOT: Any = LineInfo.__dict__["timestamp"]
-
-
-class FileLineInfo(LineInfo):
-    """A line that keeps where it is in place of its bytes: ``raw`` reads them again (only
-    diagnostics' ranges and columns ask, for the lines they are on). A line of a file on disk is
-    what lets ``pi-session check`` analyse a multi-GB session in the memory of its line facts; a
-    provisional line of a ``quick`` load keeps its place in the text read, so that the first pass
-    copies no line (:meth:`SessionDocument.finish` gives each line its own bytes). A line of a
-    file also reads its timestamp again when it did not keep it (``keep_timestamp`` of
-    :func:`lines.scan_line`)."""
-
-    __slots__ = ()
-
-    def keep_place(self, source: _Source, place: int) -> None:
-        """Read the line's bytes from ``source`` at ``place`` (as ``source`` counts) from now on."""
-        self.source = source
-        _RAW_SLOT.__set__(self, place)
-
-    @property
-    def raw(self) -> bytes:
-        stored = _RAW_SLOT.__get__(self, LineInfo)
-        if type(stored) is bytes:
-            return stored
-        source: _Source = self.source
-        return source.read(stored)
-
-    @raw.setter
-    def raw(self, value: Any) -> None:
-        _RAW_SLOT.__set__(self, value)
-
-    @property
-    def byte_length(self) -> int:
-        stored = _RAW_SLOT.__get__(self, LineInfo)
-        if type(stored) is bytes:
-            return len(stored)
-        source: _Source = self.source
-        return source.length(stored)
-
-    def last_bytes(self, count: int) -> bytes:
-        stored = _RAW_SLOT.__get__(self, LineInfo)
-        if type(stored) is bytes:
-            return stored[-count:] if count > 0 else b""
-        source: _Source = self.source
-        return source.read_end(stored, count)
-
-    @property
-    def timestamp(self) -> Any:
-        try:
-            return _TIMESTAMP_SLOT.__get__(self, LineInfo)
-        except AttributeError:
-            return timestamp_of(self.raw)
-
-    @timestamp.setter
-    def timestamp(self, value: Any) -> None:
-        _TIMESTAMP_SLOT.__set__(self, value)
-
-
 def _quick_lines(data: bytes, errors: str) -> tuple[list[LineInfo], list[LineInfo], list[LineInfo]]:
     """The lines of ``data`` (split on "\\n"), every line after the first read by its envelope when
     :func:`scan_envelope` can, in full otherwise: all lines, the lines read in full, the provisional
@@ -267,7 +83,7 @@ def _quick_lines(data: bytes, errors: str) -> tuple[list[LineInfo], list[LineInf
     provisional: list[LineInfo] = []
     append = infos.append
     keep = provisional.append
-    source = _TextBytes(data)
+    source = TextBytes(data)
     view = memoryview(data)
     find = data.find
     size = len(data)
@@ -282,7 +98,7 @@ def _quick_lines(data: bytes, errors: str) -> tuple[list[LineInfo], list[LineInf
             scanned.append(info)
         else:
             info.__class__ = FileLineInfo
-            cast(FileLineInfo, info).keep_place(source, _text_place(start, end - start))
+            cast(FileLineInfo, info).keep_place(source, text_place(start, end - start))
             keep(info)
         append(info)
         if end == size:
@@ -326,33 +142,33 @@ def _runs(starts: list[int], splices: Sequence[Splice]) -> Iterator[tuple[int, i
         yield first, last, run
 
 
-def _file_place(lines: list[LineInfo], ranges: dict[int, _FileRanges]) -> tuple[_FileRanges, int] | None:
+def _file_place(lines: list[LineInfo], ranges: dict[int, FileRanges]) -> tuple[FileRanges, int] | None:
     """Where ``lines`` (consecutive) lie in their file, one after the other as they were read (a
     reader of its byte ranges, the first line's offset); None when they do not (a line holding its
     bytes, read from elsewhere, or moved). ``ranges``: the reader of each file made so far, by
-    the id of its :class:`_FileBytes` (one per file, not one per run of lines)."""
+    the id of its :class:`FileBytes` (one per file, not one per run of lines)."""
     first = lines[0]
     if type(first) is not FileLineInfo:
         return None
     source = first.source
-    place = _RAW_SLOT.__get__(first, LineInfo)
-    if type(source) is not _FileBytes or type(place) is not int:
+    place = RAW_SLOT.__get__(first, LineInfo)
+    if type(source) is not FileBytes or type(place) is not int:
         return None
     for n, info in enumerate(lines):
         if (
             type(info) is not FileLineInfo
             or info.source is not source
-            or _RAW_SLOT.__get__(info, LineInfo) != place + n
+            or RAW_SLOT.__get__(info, LineInfo) != place + n
         ):
             return None
     reader = ranges.get(id(source))
     if reader is None:
-        reader = ranges[id(source)] = _FileRanges(source)
+        reader = ranges[id(source)] = FileRanges(source)
     return reader, source.starts[place]
 
 
 def _pieces(
-    old: list[LineInfo], run: list[Splice], offset: int, in_file: tuple[_FileRanges, int] | None
+    old: list[LineInfo], run: list[Splice], offset: int, in_file: tuple[FileRanges, int] | None
 ) -> Iterator[tuple[bytes, int | None]]:
     """The text of the lines ``old`` (the first at ``offset`` in the text) with the splices
     ``run`` applied, in pieces, each with where it starts in the old text (None for a splice's
@@ -511,7 +327,7 @@ class SessionDocument:
         as it was. Returns the number of bytes read. Raises OSError (NotRegularFile for a FIFO or
         a device, which is not read)."""
         fd = open_regular(path)
-        source = _FileBytes(fd)  # closes the descriptor when the last line lets go of it
+        source = FileBytes(fd)  # closes the descriptor when the last line lets go of it
         starts = source.starts.append
         tree = TreeIndex()
         index_entry = tree.start_build()  # as each line is read (see start_build)
@@ -519,7 +335,7 @@ class SessionDocument:
             errors = self.errors
             entry = L.ENTRY
             file_line = FileLineInfo
-            set_place = _RAW_SLOT.__set__  # (FileLineInfo.keep_place, inline: the hot loop)
+            set_place = RAW_SLOT.__set__  # (FileLineInfo.keep_place, inline: the hot loop)
             infos: list[LineInfo] = []
             append = infos.append
             size = 0
@@ -795,7 +611,7 @@ class SessionDocument:
         copied = 0  # the old lines before this are in ``lines``
         with gc_paused():
             starts = self.line_starts()
-            ranges: dict[int, _FileRanges] = {}  # of each file the lines are read from
+            ranges: dict[int, FileRanges] = {}  # of each file the lines are read from
             for first, last, run in _runs(starts, splices):
                 lines += old[copied:first]
                 touched = old[first : last + 1]
@@ -812,7 +628,7 @@ class SessionDocument:
             self._install(lines, lines, [], tree)
 
     def _spliced_lines(
-        self, old: list[LineInfo], run: list[Splice], offset: int, in_file: tuple[_FileRanges, int] | None
+        self, old: list[LineInfo], run: list[Splice], offset: int, in_file: tuple[FileRanges, int] | None
     ) -> list[LineInfo]:
         """The lines ``old`` (consecutive, the first at ``offset`` in the text; ``in_file``: where
         they lie in their file, see :func:`_file_place`) become with the splices ``run`` applied,
@@ -828,7 +644,7 @@ class SessionDocument:
                 # bytes of the file, none of a splice's: read from there again when asked
                 info = scan_line(raw, errors, keep_timestamp=False)
                 info.__class__ = FileLineInfo
-                cast(FileLineInfo, info).keep_place(in_file[0], _text_place(in_file[1] + old_start, len(raw)))
+                cast(FileLineInfo, info).keep_place(in_file[0], text_place(in_file[1] + old_start, len(raw)))
             else:
                 info = scan_line(raw, errors)
             found.append(info)

@@ -110,7 +110,7 @@ class LineInfo:
         self.version: Any = ABSENT  # header version
         self.problems: tuple[Problem, ...] = ()
 
-    #: where a line that reads its bytes again reads them (set on analysis.document.FileLineInfo only)
+    #: where a line that reads its bytes again reads them (set on analysis.line_bytes.FileLineInfo only)
     source: Any
     #: the file's first line, read past its byte order mark (a :class:`BomLineInfo`): a class
     #: attribute, as a slot would cost every line for the one that can have it

@@ -38,8 +38,9 @@ from ..session.migrate import (
 )
 from . import codes
 from . import lines as L
+from .byte_order_marks import BOM_BYTES, utf8_of_marked
 from .diagnostics import Diagnostic, file_diagnostics, glued_entries, problem_span, reported_problems
-from .document import BOM_BYTES, SessionDocument, utf8_of_marked
+from .document import SessionDocument
 from .fields import Path
 from .jsonpath import value_span
 from .lines import LineInfo, Problem, human_size

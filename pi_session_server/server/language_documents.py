@@ -31,7 +31,8 @@ import msgspec
 from lsprotocol import types
 
 from pi_session_server.analysis import jsonpath
-from pi_session_server.analysis.document import BOM_PREFIX_SIZE, SessionDocument
+from pi_session_server.analysis.byte_order_marks import BOM_PREFIX_SIZE
+from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.lone_cr import LoneCarriageReturns
 from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.regular_file import open_regular

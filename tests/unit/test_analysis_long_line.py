@@ -16,9 +16,9 @@ from unittest.mock import patch
 import builders as S
 import msgspec
 
-from pi_session_server.analysis import document as document_module
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.hints import inlay_hints
+from pi_session_server.analysis.line_bytes import FileBytes
 from pi_session_server.analysis.symbols import document_symbols
 from pi_session_server.server.language_answers import DocumentAnswers
 from pi_session_server.server.language_conversions import LspConversions
@@ -44,13 +44,13 @@ def _session_with_a_screenshot() -> bytes:
 def counting_reads() -> Iterator[Counter[int]]:
     """How many times each line of a file is read again (by its place) within the block."""
     reads: Counter[int] = Counter()
-    read = document_module._FileBytes.read
+    read = FileBytes.read
 
-    def counted(source: document_module._FileBytes, place: int) -> bytes:
+    def counted(source: FileBytes, place: int) -> bytes:
         reads[place] += 1
         return read(source, place)
 
-    with patch.object(document_module._FileBytes, "read", counted):
+    with patch.object(FileBytes, "read", counted):
         yield reads
 
 

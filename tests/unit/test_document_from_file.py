@@ -11,7 +11,8 @@ import pytest
 from builders import generate_session
 
 from pi_session_server.analysis.diagnostics import document_diagnostics
-from pi_session_server.analysis.document import FileLineInfo, SessionDocument
+from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.analysis.line_bytes import FileLineInfo
 from pi_session_server.analysis.lines import LineInfo
 from pi_session_server.commands.check_analysis import _columns
 from pi_session_server.format.jsvalue import ABSENT
