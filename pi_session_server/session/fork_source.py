@@ -122,18 +122,13 @@ def _migrated_by_drawn_links(fd: int, header: dict[str, Any]) -> Iterator[Any]:
     notes each value's kind and the id it carries, from which every position's link is drawn
     (:class:`DrawnVersionOneLinks`); a second read migrates each value by its position. (Values
     appended between the two reads are not the source's as it was read: left out.)"""
-    kinds: list[str] = []
-    carried: list[Any] = []
+    positions: list[tuple[str, Any]] = []
     for value in iter_kept_values(fd):
         is_object = isinstance(value, dict)
-        kinds.append(kept_value_position(is_object, value.get("type", ABSENT) if is_object else ABSENT))
-        carried.append(value.get("id", ABSENT) if is_object else ABSENT)
-    ids = (carried_id for carried_id in carried if isinstance(carried_id, str))
-    links = DrawnVersionOneLinks(header.get("id", ABSENT), ids, header_first=False)
-    for kind, carried_id in zip(kinds, carried, strict=True):
-        links.draw(kind, carried_id)
-    links.drawn()
-    for position, value in enumerate(islice(iter_kept_values(fd), len(kinds))):
+        kind = kept_value_position(is_object, value.get("type", ABSENT) if is_object else ABSENT)
+        positions.append((kind, value.get("id", ABSENT) if is_object else ABSENT))
+    links = DrawnVersionOneLinks.of_positions(header.get("id", ABSENT), positions)
+    for position, value in enumerate(islice(iter_kept_values(fd), len(positions))):
         links.migrate(value, position)
         if isinstance(value, dict):
             yield value
