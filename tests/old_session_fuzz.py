@@ -37,6 +37,7 @@ from pi_session_server.errors import PiSessionError
 from pi_session_server.session import file_load, fork_source, loader
 from pi_session_server.session.cache_dir import INDEX_MIN_SIZE_ENV
 from pi_session_server.session.manager import SessionManager
+from pi_session_server.session.migrate import migrate_to_current_version, needs_migration
 
 # --------------------------------------------------------------------------- the files
 
@@ -346,8 +347,15 @@ def _fork_streamed() -> contextlib.AbstractContextManager[Any]:
 
 
 def _fork_held() -> contextlib.AbstractContextManager[Any]:
+    """An old source's values held together and migrated so (what the fork did before it drew a
+    version 1 source's links first); a current one's as the fork reads it."""
+
     def held(fd: int, source: str, peek: Any, held: bool = False) -> Iterator[Any]:
-        return _FORK_SOURCE_VALUES(fd, source, peek, held=True)
+        if not needs_migration([peek.value]):
+            return _FORK_SOURCE_VALUES(fd, source, peek)
+        values = loader.load_exact(fd).values
+        migrate_to_current_version(values, True)
+        return (value for value in values if isinstance(value, dict))
 
     return mock.patch.object(fork_source, "_fork_source_values", held)
 

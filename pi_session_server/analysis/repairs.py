@@ -564,11 +564,7 @@ def _migrated_by_drawn_links(doc: SessionDocument, header: dict[str, Any]) -> It
     needs later values: every value's link is drawn first from the lines' facts (each value's kind
     and the id it carries: :class:`DrawnVersionOneLinks`), as the migration of the values held
     together draws them, then each value is parsed, migrated and written, one at a time."""
-    carried = (carried for _, carried in _positions(doc) if isinstance(carried, str))
-    links = DrawnVersionOneLinks(header.get("id", ABSENT), carried, header_first=False)
-    for kind, carried in _positions(doc):
-        links.draw(kind, carried)
-    links.drawn()
+    links = DrawnVersionOneLinks.of_positions(header.get("id", ABSENT), list(_positions(doc)))
     position = 0
     for kind, item in _migration_slots(doc):
         if kind == _VALUE:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 from ..errors import ForkError
@@ -21,16 +22,16 @@ from .loader import (
     ends_without_newline,
     is_valid_header,
     iter_kept_values,
-    load_exact,
     load_lazy,
     open_for_reading,
     peek_header,
 )
 from .migrate import (
     CURRENT_SESSION_VERSION,
+    DrawnVersionOneLinks,
     LaterValueNeeded,
     StreamedMigration,
-    migrate_to_current_version,
+    kept_value_position,
     needs_migration,
 )
 from .paths import StrPath, make_dirs, node_join, session_dir_or_default
@@ -100,20 +101,37 @@ def _fork_source_values(fd: int, source: str, peek: Any, held: bool = False) -> 
     """The entries of the fork source at ``fd`` (whose valid header is ``peek``) as
     ``loadEntriesFromFile`` gives them, migrated in memory (D4): an old source's values are read
     and migrated one at a time (see migrate.StreamedMigration), or, with ``held`` (a version 1
-    source whose migration raised LaterValueNeeded), together."""
+    source whose migration raised LaterValueNeeded), by links drawn first
+    (:func:`_migrated_by_drawn_links`)."""
     if not needs_migration([peek.value]):
         loaded, _source = load_lazy(fd, source, peek, index=index_settings())
         yield from loaded.entries
     elif held:
-        values = load_exact(fd).values
-        migrate_to_current_version(values, True)
-        yield from (v for v in values if isinstance(v, dict))
+        yield from _migrated_by_drawn_links(fd, peek.value)
     else:
         migration = StreamedMigration(peek.value)
         for value in iter_kept_values(fd):
             migration.migrate(value)
             if isinstance(value, dict):
                 yield value
+
+
+def _migrated_by_drawn_links(fd: int, header: dict[str, Any]) -> Iterator[Any]:
+    """The objects among the kept values of the version 1 file at ``fd`` (whose header is
+    ``header``) as migrating them together gives them, one value held at a time: a first read
+    notes each value's kind and the id it carries, from which every position's link is drawn
+    (:class:`DrawnVersionOneLinks`); a second read migrates each value by its position. (Values
+    appended between the two reads are not the source's as it was read: left out.)"""
+    positions: list[tuple[str, Any]] = []
+    for value in iter_kept_values(fd):
+        is_object = isinstance(value, dict)
+        kind = kept_value_position(is_object, value.get("type", ABSENT) if is_object else ABSENT)
+        positions.append((kind, value.get("id", ABSENT) if is_object else ABSENT))
+    links = DrawnVersionOneLinks.of_positions(header.get("id", ABSENT), positions)
+    for position, value in enumerate(islice(iter_kept_values(fd), len(positions))):
+        links.migrate(value, position)
+        if isinstance(value, dict):
+            yield value
 
 
 def _remove_if_still(path: str, made: os.stat_result) -> None:

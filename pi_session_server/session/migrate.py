@@ -14,7 +14,7 @@ changed under it) changes no id. Like pi's they are 8 hex digits.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from ..errors import ValueTypeError, cannot_read_property
@@ -307,6 +307,17 @@ class DrawnVersionOneLinks:
         self._parent: Any = None
         if header_first:
             self.draw(HEADER_POSITION)
+
+    @classmethod
+    def of_positions(cls, header_id: Any, positions: Sequence[tuple[str, Any]]) -> DrawnVersionOneLinks:
+        """The links of a whole file, every position drawn (the first one too) from ``positions``:
+        each kept value's kind and the id it carries (ABSENT: none), in file order."""
+        carried = (carried_id for _, carried_id in positions if isinstance(carried_id, str))
+        links = cls(header_id, carried, header_first=False)
+        for kind, carried_id in positions:
+            links.draw(kind, carried_id)
+        links.drawn()
+        return links
 
     @property
     def positions(self) -> int:
