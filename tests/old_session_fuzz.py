@@ -32,8 +32,10 @@ from unittest import mock
 from old_sessions import public_results
 
 from pi_session_server.analysis import codes, repairs
+from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.cli import main
 from pi_session_server.errors import PiSessionError
+from pi_session_server.format.jsjson import dumps
 from pi_session_server.session import file_load, fork_source, loader
 from pi_session_server.session.cache_dir import INDEX_MIN_SIZE_ENV
 from pi_session_server.session.manager import SessionManager
@@ -391,8 +393,34 @@ def _repair_streamed() -> contextlib.AbstractContextManager[Any]:
     return mock.patch.object(repairs, "_MIGRATED_CHUNK", 1)  # (each line a chunk of its own)
 
 
+def held_together(doc: SessionDocument) -> Iterator[str]:
+    """A version 1 file's migration by ``repair`` as it was made before it was streamed: its values
+    held together and migrated so."""
+    slots: list[tuple[str, Any]] = []  # (repairs._VALUE, index into kept) or ("text", verbatim line)
+    kept: list[Any] = []
+    for kind, item in repairs._migration_slots(doc):
+        if kind == repairs._VALUE:
+            slots.append((repairs._VALUE, len(kept)))
+            kept.append(item)
+        elif kind == repairs._KEPT_TEXT:
+            kept.append(item[1])  # counts as a v1 position (D3) but is written verbatim
+            slots.append(("text", item[0]))
+        else:
+            slots.append(("text", item))
+    migrate_to_current_version(kept, file_values=True)
+    for kind, item in slots:
+        yield (dumps(kept[item]) if kind == repairs._VALUE else item) + "\n"
+
+
 def _repair_held() -> contextlib.AbstractContextManager[Any]:
-    return mock.patch.object(repairs, "_needs_later_value", lambda *args: True)
+    """Every version 1 file's values held together (:func:`held_together`), as the repair did before
+    it drew a version 1 file's links first."""
+    held = contextlib.ExitStack()
+    held.enter_context(mock.patch.object(repairs, "_needs_later_value", lambda *args: True))
+    held.enter_context(
+        mock.patch.object(repairs, "_migrated_by_drawn_links", lambda doc, header: held_together(doc))
+    )
+    return held
 
 
 PATHS_TO_COMPARE = [

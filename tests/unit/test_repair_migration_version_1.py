@@ -15,21 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from old_session_fuzz import held_together
 from old_sessions import KIT_FIXTURES
 
 from pi_session_server.analysis import codes
 from pi_session_server.analysis import repairs as repairs_module
 from pi_session_server.analysis.document import SessionDocument
-from pi_session_server.analysis.repairs import (
-    _KEPT_TEXT,
-    _VALUE,
-    _migration_slots,
-    migrated_chunks,
-    migrated_text,
-)
+from pi_session_server.analysis.repairs import migrated_chunks, migrated_text
 from pi_session_server.cli import main
-from pi_session_server.format.jsjson import dumps
-from pi_session_server.session.migrate import migrate_to_current_version
 
 HEADER = {"type": "session", "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}
 
@@ -129,24 +122,6 @@ HEADERLESS = {"no-header": _lines(_message(1), _message(2), _compaction(0), _com
 
 def test_the_kit_holds_version_1_sessions() -> None:
     assert len(KIT) >= 3 and any(b'"firstKeptEntryIndex"' in data for data in KIT.values())
-
-
-def held_together(doc: SessionDocument) -> Iterator[str]:
-    """The migration made before a version 1 file's was streamed: its values held together."""
-    slots: list[tuple[str, Any]] = []  # (_VALUE, index into kept) or (_TEXT, verbatim line)
-    kept: list[Any] = []
-    for kind, item in _migration_slots(doc):
-        if kind == _VALUE:
-            slots.append((_VALUE, len(kept)))
-            kept.append(item)
-        elif kind == _KEPT_TEXT:
-            kept.append(item[1])  # counts as a v1 position (D3) but is written verbatim
-            slots.append(("text", item[0]))
-        else:
-            slots.append(("text", item))
-    migrate_to_current_version(kept, file_values=True)
-    for kind, item in slots:
-        yield (dumps(kept[item]) if kind == _VALUE else item) + "\n"
 
 
 @pytest.fixture
