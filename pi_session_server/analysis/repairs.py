@@ -29,12 +29,11 @@ from ..format.jsvalue import ABSENT, get, strict_equal
 from ..format.records import ENTRY_TYPES
 from ..session.environment import current
 from ..session.migrate import (
-    OTHER_POSITION,
     DrawnVersionOneLinks,
     LaterValueNeeded,
     StreamedMigration,
-    kept_value_position,
     migrates_each_value_alone,
+    version_1_position,
 )
 from . import codes
 from . import lines as L
@@ -553,10 +552,10 @@ def _positions(doc: SessionDocument) -> Iterator[tuple[str, Any]]:
     non-objects), in order, each its kind and the id it carries, from the lines' facts alone (no
     line is read again)."""
     for info in doc.lines:
-        if info.kind in (L.HEADER, L.ENTRY):
-            yield kept_value_position(True, info.etype), info.id
-        elif info.kind == L.NON_OBJECT and info.kept:
-            yield OTHER_POSITION, ABSENT
+        is_object = info.kind in (L.HEADER, L.ENTRY)
+        kind = version_1_position(info.kept, is_object, info.etype)
+        if kind is not None:
+            yield kind, info.id if is_object else ABSENT
 
 
 def _migrated_by_drawn_links(doc: SessionDocument, header: dict[str, Any]) -> Iterator[str]:
